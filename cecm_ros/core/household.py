@@ -1,0 +1,115 @@
+"""A household: rooms, sinks, items and what handling each item costs each agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError, UnknownNameError
+from .resources import DEFAULT_HOUSEHOLD, config_path
+
+ROBOT = 'robot'
+HUMAN = 'human'
+AGENTS = (ROBOT, HUMAN)
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    cost: dict[str, float]
+    washable: bool
+    goal_rooms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    dirty_probability: float = 0.5
+    items_per_task: tuple[int, int] = (2, 4)
+
+
+@dataclass(frozen=True)
+class Household:
+    name: str
+    rooms: tuple[str, ...]
+    sinks: tuple[str, ...]
+    move_cost: dict[str, float]
+    items: tuple[Item, ...]
+    task_settings: TaskSettings = field(default_factory=TaskSettings)
+
+    def __post_init__(self):
+        if len(self.rooms) < 2:
+            raise ConfigError(f'household {self.name!r} needs at least two rooms')
+        if len(set(self.rooms)) != len(self.rooms):
+            raise ConfigError(f'household {self.name!r} lists a room twice: {self.rooms}')
+        for sink in self.sinks:
+            self.check_room(sink)
+        if not self.items:
+            raise ConfigError(f'household {self.name!r} has no items')
+        for agent in AGENTS:
+            if agent not in self.move_cost:
+                raise ConfigError(f'household {self.name!r}: no move_cost for agent {agent!r}')
+        for item in self.items:
+            for agent in AGENTS:
+                cost = item.cost.get(agent)
+                if cost is None or cost <= 0:
+                    raise ConfigError(
+                        f'item {item.name!r}: handling cost for {agent!r} must be positive')
+            if not item.goal_rooms:
+                raise ConfigError(f'item {item.name!r} has no goal_rooms')
+            for room in item.goal_rooms:
+                self.check_room(room)
+        low, high = self.task_settings.items_per_task
+        if not 1 <= low <= high <= len(self.items):
+            raise ConfigError(
+                f'items_per_task {self.task_settings.items_per_task} must lie within '
+                f'1..{len(self.items)}')
+
+    @property
+    def item_names(self) -> tuple[str, ...]:
+        return tuple(item.name for item in self.items)
+
+    def item(self, name: str) -> Item:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise UnknownNameError(
+            f'unknown item {name!r}; items in {self.name!r}: {", ".join(self.item_names)}')
+
+    def check_room(self, room: str) -> str:
+        if room not in self.rooms:
+            raise UnknownNameError(
+                f'unknown room {room!r}; rooms in {self.name!r}: {", ".join(self.rooms)}')
+        return room
+
+    def check_agent(self, agent: str) -> str:
+        if agent not in AGENTS:
+            raise UnknownNameError(f'unknown agent {agent!r}; agents: {", ".join(AGENTS)}')
+        return agent
+
+    @classmethod
+    def from_yaml(cls, path: str | Path | None = None) -> Household:
+        path = Path(path) if path else config_path(DEFAULT_HOUSEHOLD)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f'cannot read household file {path}: {error}') from error
+        try:
+            spec = data['household']
+            items = tuple(
+                Item(name=str(name), cost={k: float(v) for k, v in entry['cost'].items()},
+                     washable=bool(entry.get('washable', False)),
+                     goal_rooms=tuple(entry['goal_rooms']))
+                for name, entry in spec['items'].items())
+            tasks = data.get('tasks') or {}
+            settings = TaskSettings(
+                dirty_probability=float(tasks.get('dirty_probability', 0.5)),
+                items_per_task=tuple(tasks.get('items_per_task', (2, len(items)))))
+            return cls(
+                name=str(spec.get('name', path.stem)), rooms=tuple(spec['rooms']),
+                sinks=tuple(spec.get('sinks', ())),
+                move_cost={a: float(spec['agents'][a]['move_cost']) for a in AGENTS},
+                items=items, task_settings=settings)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ConfigError(f'{path}: malformed household ({error!r})') from error

@@ -1,0 +1,367 @@
+"""Capability-conditioned joint planning through unified-planning and Fast Downward.
+
+The planner solves the induced problem sequentially (cost-optimal by default) and then
+lifts the sequential plan into joint steps: every action moves to the earliest step
+after the actions it depends on or interferes with, so independent actions of the
+robot and the human share a step. Same inputs give the same plan.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import unified_planning.shortcuts as up
+from unified_planning.engines import PlanGenerationResultStatus as Status
+
+from .domain import HUMAN, NOOP, ROBOT, GroundAction, Task, TidyUpModel
+from .errors import PlannerTimeoutError, PlanningError, UnsolvableTaskError
+from .planning_worker import receive, send
+
+DEFAULT_ENGINE = 'fast-downward-opt'
+UNSOLVABLE = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
+
+
+@dataclass(frozen=True)
+class JointStep:
+    robot: str = NOOP
+    human: str = NOOP
+
+    def action_of(self, agent: str) -> str:
+        return self.robot if agent == ROBOT else self.human
+
+
+@dataclass(frozen=True)
+class JointPlan:
+    """A joint plan and the state trajectory it induces (states as bitmasks)."""
+
+    task_id: str
+    steps: tuple[JointStep, ...]
+    cost: float
+    robot_cost: float
+    human_cost: float
+    trajectory: tuple[int, ...]
+    human_capabilities_used: frozenset[int]
+    planning_time_s: float = 0.0
+    sequential: tuple[str, ...] = field(default=(), repr=False)
+
+    def actions_of(self, agent: str) -> list[str]:
+        return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
+
+    def format(self, width: int = 34) -> str:
+        """A two-column table of who does what, one joint step per line."""
+        lines = [f'{"step":>4}  {"robot":<{width}}{"human"}']
+        for index, step in enumerate(self.steps, 1):
+            lines.append(f'{index:>4}  {step.robot:<{width}}{step.human}')
+        lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, human {self.human_cost:g}),'
+                     f' {len(self.steps)} joint steps')
+        return '\n'.join(lines)
+
+
+def lift_to_joint_steps(actions: Iterable[GroundAction]) -> list[list[GroundAction | None]]:
+    """Schedule a valid sequential plan into joint steps, each action as early as possible.
+
+    Two actions conflict when one deletes what the other needs or adds, or one adds
+    what the other needs; conflicting actions keep their sequential order in distinct
+    steps, so every linearisation of the steps is equivalent to the sequential plan.
+    """
+    steps: list[list[GroundAction | None]] = []  # [robot, human]
+    placed: list[tuple[GroundAction, int]] = []
+    last_step = {ROBOT: -1, HUMAN: -1}
+    for action in actions:
+        earliest = last_step[action.agent] + 1
+        for other, index in placed:
+            if index >= earliest and _conflict(other, action):
+                earliest = index + 1
+        slot = 0 if action.agent == ROBOT else 1
+        while earliest < len(steps) and steps[earliest][slot] is not None:
+            earliest += 1
+        if earliest == len(steps):
+            steps.append([None, None])
+        steps[earliest][slot] = action
+        placed.append((action, earliest))
+        last_step[action.agent] = earliest
+    return steps
+
+
+def _conflict(first: GroundAction, second: GroundAction) -> bool:
+    return bool(first.add & second.pre or first.delete & (second.pre | second.add)
+                or second.delete & (first.pre | first.add))
+
+
+class PlanningBackend:
+    """Solves induced problems with unified-planning; lives in a planning worker process.
+
+    Fast Downward's driver writes its intermediate ``output.sas`` into the current
+    directory, so two planner runs that share a working directory corrupt each other.
+    Every backend therefore runs in its own process with a private working directory.
+    """
+
+    def __init__(self, model: TidyUpModel, engine: str, timeout_s: float):
+        self.model = model
+        self.engine = engine
+        self.timeout_s = timeout_s
+        self._base_problems: OrderedDict[tuple, up.Problem] = OrderedDict()
+
+    def _base_problem(self, task: Task) -> up.Problem:
+        base = self._base_problems.get(task.key)
+        if base is None:
+            base = self.model.base_problem(task)
+            self._base_problems[task.key] = base
+            if len(self._base_problems) > 64:
+                self._base_problems.popitem(last=False)
+        else:
+            self._base_problems.move_to_end(task.key)
+        return base
+
+    def solve(self, task: Task, capabilities: np.ndarray) -> JointPlan:
+        model = self.model
+        start = model.state_from_atoms(task.initial)
+        goal = model.state_from_atoms(task.goal)
+        started = time.perf_counter()
+        if start & goal == goal:
+            actions: list[GroundAction] = []
+        else:
+            problem = model.conditioned_problem(self._base_problem(task), capabilities)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', UserWarning)  # "cannot establish..." noise
+                with up.OneshotPlanner(name=self.engine) as engine:
+                    result = engine.solve(problem, timeout=self.timeout_s)
+            if result.status == Status.TIMEOUT:
+                raise PlannerTimeoutError(
+                    f'task {task.task_id}: {self.engine} found no plan within '
+                    f'{self.timeout_s:g} s')
+            if result.status in UNSOLVABLE:
+                raise UnsolvableTaskError(
+                    f'task {task.task_id}: the goal cannot be reached when the human lacks '
+                    f'{model.catalog.format_vector(capabilities)}')
+            if result.plan is None:
+                raise PlanningError(f'task {task.task_id}: {self.engine} ended with '
+                                    f'{result.status.name} and no plan')
+            actions = [model.action(_instance_text(a)) for a in result.plan.actions]
+        elapsed = time.perf_counter() - started
+        return build_joint_plan(model, task, actions, capabilities, elapsed)
+
+
+def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction],
+                     capabilities: np.ndarray, elapsed: float = 0.0) -> JointPlan:
+    """Validate a sequential plan against the model and lift it into joint steps."""
+    start = model.state_from_atoms(task.initial)
+    goal = model.state_from_atoms(task.goal)
+    state = start
+    for action in actions:
+        if not (action.applicable(state) and model.human_capable(action, capabilities)):
+            raise PlanningError(f'task {task.task_id}: planner returned an inapplicable '
+                                f'action {action.name}')
+        state = action.apply(state)
+    if state & goal != goal:
+        raise PlanningError(f'task {task.task_id}: the plan does not reach the goal')
+    steps, trajectory, state = [], [start], start
+    for robot, human in lift_to_joint_steps(actions):
+        for action in (human, robot):
+            if action is not None:
+                state = action.apply(state)
+        trajectory.append(state)
+        steps.append(JointStep(robot.name if robot else NOOP, human.name if human else NOOP))
+    human_cost = sum(a.cost for a in actions if a.agent == HUMAN)
+    robot_cost = sum(a.cost for a in actions if a.agent == ROBOT)
+    used = frozenset(a.gate for a in actions if a.agent == HUMAN and a.gate is not None)
+    return JointPlan(task.task_id, tuple(steps), robot_cost + human_cost, robot_cost,
+                     human_cost, tuple(trajectory), used, elapsed,
+                     tuple(a.name for a in actions))
+
+
+class _WorkerProcess:
+    """One planning worker process and its pipe; used by one thread at a time."""
+
+    def __init__(self, settings: tuple):
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'cecm_ros.core.planning_worker'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_environment())
+        self.lock = threading.Lock()
+        send(self.process.stdin, settings)
+
+    def solve(self, task: Task, vector: np.ndarray) -> JointPlan:
+        with self.lock:
+            try:
+                send(self.process.stdin, (task, vector))
+                status, value = receive(self.process.stdout)
+            except (EOFError, BrokenPipeError, OSError) as error:
+                raise PlanningError(
+                    f'task {task.task_id}: the planning worker (pid {self.process.pid}) '
+                    f'stopped: {error}') from error
+        if status == 'error':
+            raise value
+        return value
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+
+
+def _worker_environment() -> dict[str, str]:
+    """The parent's environment with this package importable from the child."""
+    environment = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    paths = environment.get('PYTHONPATH', '')
+    if package_root not in paths.split(os.pathsep):
+        environment['PYTHONPATH'] = os.pathsep.join(p for p in (package_root, paths) if p)
+    return environment
+
+
+class JointPlanner:
+    """Plans a task under a capability vector of the human.
+
+    Plans are cached per (task, vector) in this process; misses are solved by up to
+    ``workers`` planning processes (started on first use, see ``planning_worker``), so
+    :meth:`plan_many` uses several cores. Thread-safe. Call :meth:`close` (or use
+    ``with``) to stop the workers.
+    """
+
+    def __init__(self, model: TidyUpModel, engine: str = DEFAULT_ENGINE,
+                 timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000):
+        if workers < 1:
+            raise ValueError(f'workers must be at least 1, got {workers}')
+        self.model = model
+        self.engine = engine
+        self.timeout_s = timeout_s
+        self.workers = workers
+        self._cache: OrderedDict[tuple, JointPlan] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._workers: list[_WorkerProcess] = []
+        self.calls = 0          # planner invocations (cache misses)
+        self.cache_hits = 0
+
+    def __enter__(self) -> JointPlanner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the planning workers; the next planning call starts new ones."""
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.close()
+
+    # ------------------------------------------------------------------ public API
+    def plan(self, task: Task, capabilities: np.ndarray) -> JointPlan:
+        """The joint plan for ``task`` when the human has ``capabilities``."""
+        return self.plan_many(task, [capabilities])[0]
+
+    def plan_from(self, task: Task, state: int, capabilities: np.ndarray) -> JointPlan:
+        """Re-plan the same goal from an intermediate state."""
+        return self.plan(Task(task.task_id, frozenset(self.model.atoms_of(state)), task.goal),
+                         capabilities)
+
+    def plan_many(self, task: Task, vectors) -> list[JointPlan]:
+        """Plans for several vectors of one task, solved in parallel where not cached."""
+        results: list[JointPlan | None] = []
+        missing: dict[bytes, np.ndarray] = {}
+        keys = []
+        with self._lock:
+            for vector in vectors:
+                # Inert capabilities cannot change any plan: they share one cache entry.
+                effective = self.model.catalog.check_vector(vector) | self.model.inert_mask
+                key = (task.key, effective.tobytes())
+                keys.append(key)
+                cached = self._cache.get(key)
+                if cached is not None:
+                    self._cache.move_to_end(key)
+                    self.cache_hits += 1
+                elif key[1] not in missing:
+                    missing[key[1]] = effective
+                results.append(cached)
+            self.calls += len(missing)
+        if missing:
+            solved = self._solve_all(task, list(missing.values()))
+            with self._lock:
+                for vector_bytes, plan in zip(missing, solved):
+                    self._cache[(task.key, vector_bytes)] = plan
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            by_bytes = dict(zip(missing, solved))
+            results = [r if r is not None else by_bytes[k[1]] for r, k in zip(results, keys)]
+        return [_retitled(plan, task.task_id) for plan in results]
+
+    def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
+        """The (vector, plan) pairs this planner already knows for ``task``."""
+        size = len(self.model.catalog)
+        with self._lock:
+            return [(np.frombuffer(key[1], dtype=bool, count=size), plan)
+                    for key, plan in self._cache.items() if key[0] == task.key]
+
+    # ---------------------------------------------------------------- internals
+    def _started_workers(self, wanted: int) -> list[_WorkerProcess]:
+        with self._lock:
+            model = self.model
+            settings = (model.household, model.catalog, model.domain_file, self.engine,
+                        self.timeout_s)
+            while len(self._workers) < min(wanted, self.workers):
+                self._workers.append(_WorkerProcess(settings))
+            return list(self._workers[:max(1, min(wanted, self.workers))])
+
+    def _solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        workers = self._started_workers(len(vectors))
+        if len(workers) == 1:
+            try:
+                return [workers[0].solve(task, v) for v in vectors]
+            except PlanningError as error:
+                if not isinstance(error, (UnsolvableTaskError, PlannerTimeoutError)):
+                    self.close()
+                raise
+        jobs = queue.SimpleQueue()
+        for index, vector in enumerate(vectors):
+            jobs.put((index, vector))
+        results: list[JointPlan | None] = [None] * len(vectors)
+        errors: list[BaseException] = []
+
+        def drain(worker: _WorkerProcess) -> None:
+            while not errors:
+                try:
+                    index, vector = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    results[index] = worker.solve(task, vector)
+                except BaseException as error:  # noqa: BLE001 - re-raised below
+                    errors.append(error)
+
+        threads = [threading.Thread(target=drain, args=(w,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            if not isinstance(errors[0], (UnsolvableTaskError, PlannerTimeoutError)):
+                self.close()
+            raise errors[0]
+        return results  # type: ignore[return-value]
+
+
+def _instance_text(instance) -> str:
+    args = ' '.join(str(p) for p in instance.actual_parameters)
+    return f'({instance.action.name} {args})'
+
+
+def _retitled(plan: JointPlan, task_id: str) -> JointPlan:
+    if plan.task_id == task_id:
+        return plan
+    from dataclasses import replace
+
+    return replace(plan, task_id=task_id)

@@ -1,0 +1,73 @@
+"""A planning worker process: ``python -m cecm_ros.core.planning_worker``.
+
+The parent (:class:`cecm_ros.core.planner.JointPlanner`) starts workers itself rather
+than through multiprocessing, so neither forking an rclpy process nor re-importing a
+user's ``__main__`` ever happens. Each worker runs in a private working directory,
+because Fast Downward's driver writes its intermediate files into the current one.
+
+Protocol: length-prefixed pickles. The parent first sends the model settings
+``(household, catalog, domain_file, engine, timeout_s)``; then each request is
+``(task, vector)`` and each reply ``('ok', JointPlan)`` or ``('error', exception)``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import struct
+import sys
+import tempfile
+from typing import BinaryIO
+
+HEADER = struct.Struct('>Q')
+
+
+def send(stream: BinaryIO, value) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def receive(stream: BinaryIO):
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        raise EOFError('planning channel closed')
+    (size,) = HEADER.unpack(header)
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError('planning channel closed mid-message')
+    return pickle.loads(payload)
+
+
+def main() -> int:
+    # Keep the protocol on a private copy of stdout; anything printed goes to stderr.
+    channel_out = os.fdopen(os.dup(1), 'wb')
+    os.dup2(2, 1)
+    channel_in = sys.stdin.buffer
+    workdir = tempfile.mkdtemp(prefix='cecm-planner-')
+    os.chdir(workdir)
+    try:
+        from .domain import TidyUpModel
+        from .planner import PlanningBackend
+
+        household, catalog, domain_file, engine, timeout_s = receive(channel_in)
+        backend = PlanningBackend(TidyUpModel(household, catalog, domain_file),
+                                  engine, timeout_s)
+        while True:
+            try:
+                task, vector = receive(channel_in)
+            except EOFError:
+                return 0
+            try:
+                reply = ('ok', backend.solve(task, vector))
+            except Exception as error:  # noqa: BLE001 - every failure goes to the parent
+                reply = ('error', error)
+            send(channel_out, reply)
+    finally:
+        os.chdir(tempfile.gettempdir())
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

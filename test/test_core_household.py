@@ -1,0 +1,165 @@
+"""Households from YAML: the default TidyUP home, a custom one, and bad files."""
+
+import numpy as np
+import pytest
+from core_fixtures import close_planner, household_yaml, replay, write_household
+
+from cecm_ros.core.domain import TidyUpModel, atom
+from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
+from cecm_ros.core.household import Household
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.core.tasks import TaskGenerator
+
+CUSTOM_ITEMS = {
+    'mug': {'cost': {'robot': 3, 'human': 1}, 'washable': True, 'goal_rooms': ['kitchen']},
+    'towel': {'cost': {'robot': 1, 'human': 2}, 'washable': False,
+              'goal_rooms': ['bathroom', 'garage']},
+}
+
+
+def custom_document(**changes):
+    document = household_yaml(['kitchen', 'bathroom', 'garage'], ['bathroom'], CUSTOM_ITEMS,
+                              name='flat', items_per_task=(1, 2))
+    document['household'].update(changes)
+    return document
+
+
+def test_default_household():
+    house = Household.from_yaml()
+    assert house.name == 'tidyup'
+    assert house.rooms == ('kitchen', 'living_room', 'bedroom', 'study', 'bathroom')
+    assert house.sinks == ('kitchen',)
+    assert house.item_names == ('plate', 'bowl', 'toothbrush', 'blanket')
+    assert house.move_cost == {'robot': 1.0, 'human': 1.0}
+    costs = {item.name: (item.cost['robot'], item.cost['human']) for item in house.items}
+    assert costs == {'plate': (4, 1), 'bowl': (4, 1), 'toothbrush': (2, 1), 'blanket': (1, 1)}
+    assert [item.name for item in house.items if item.washable] == ['plate', 'bowl',
+                                                                   'toothbrush']
+    assert house.item('blanket').goal_rooms == ('bedroom', 'living_room', 'study')
+    assert house.task_settings.items_per_task == (2, 4)
+    assert house.task_settings.dirty_probability == 0.5
+
+
+def test_household_lookups_name_the_unknown_token():
+    house = Household.from_yaml()
+    with pytest.raises(UnknownNameError, match="'spoon'"):
+        house.item('spoon')
+    with pytest.raises(UnknownNameError, match="'garage'"):
+        house.check_room('garage')
+    with pytest.raises(UnknownNameError, match="'dog'"):
+        house.check_agent('dog')
+
+
+def test_custom_household_loads(tmp_path):
+    house = Household.from_yaml(write_household(tmp_path, custom_document()))
+    assert house.name == 'flat'
+    assert house.rooms == ('kitchen', 'bathroom', 'garage')
+    assert house.sinks == ('bathroom',)
+    assert house.item_names == ('mug', 'towel')
+    assert house.item('towel').cost == {'robot': 1.0, 'human': 2.0}
+    assert not house.item('towel').washable
+    assert house.task_settings.items_per_task == (1, 2)
+
+
+def test_custom_household_plans(tmp_path):
+    model = TidyUpModel(Household.from_yaml(write_household(tmp_path, custom_document())))
+    assert len(model.propositions) == len(set(model.propositions))
+    # Washing is only live at the sink in the bathroom; the garage has no capabilities.
+    live = set(model.catalog.names) - set(model.inert_capabilities)
+    assert live == {f'{skill}_{room}' for skill in ('move', 'pick', 'place')
+                    for room in ('kitchen', 'bathroom')} | {'wash_bathroom'}
+    tasks = TaskGenerator(model, seed=3).tasks(2)
+    vector = model.catalog.all_capable()
+    planner = JointPlanner(model)
+    try:
+        for task in tasks:
+            plan = planner.plan(task, vector)
+            assert plan.steps
+            world, outcomes = replay(model, task, plan.steps, vector)
+            assert world.satisfies(model.state_from_atoms(task.goal))
+            assert not any(o.self_loop for pair in outcomes for o in pair)
+        # A mug that needs washing is washed in the bathroom, the only sink.
+        dirty_mug = TaskGenerator(model, seed=0)
+        task = next(t for t in dirty_mug.tasks(20) if atom('clean', 'mug') in t.goal)
+        plan = planner.plan(task, vector)
+        washes = [a for a in plan.sequential if a.startswith('(wash')]
+        assert washes and all(a.endswith(' bathroom)') for a in washes)
+    finally:
+        close_planner(planner)
+
+
+def test_unknown_sink_room_is_named(tmp_path):
+    path = write_household(tmp_path, custom_document(sinks=['scullery']))
+    with pytest.raises((ConfigError, UnknownNameError), match='scullery'):
+        Household.from_yaml(path)
+
+
+def test_goal_room_unknown_is_named(tmp_path):
+    items = {**CUSTOM_ITEMS, 'towel': {**CUSTOM_ITEMS['towel'], 'goal_rooms': ['attic']}}
+    path = write_household(tmp_path, custom_document(items=items))
+    with pytest.raises((ConfigError, UnknownNameError), match='attic'):
+        Household.from_yaml(path)
+
+
+@pytest.mark.parametrize('cost', [0, -1])
+def test_non_positive_cost_is_rejected(tmp_path, cost):
+    items = {**CUSTOM_ITEMS, 'mug': {**CUSTOM_ITEMS['mug'], 'cost': {'robot': cost,
+                                                                     'human': 1}}}
+    path = write_household(tmp_path, custom_document(items=items))
+    with pytest.raises(ConfigError, match=r"item 'mug'.*'robot' must be positive"):
+        Household.from_yaml(path)
+
+
+def test_missing_cost_for_an_agent_is_rejected(tmp_path):
+    items = {**CUSTOM_ITEMS, 'mug': {**CUSTOM_ITEMS['mug'], 'cost': {'robot': 2}}}
+    path = write_household(tmp_path, custom_document(items=items))
+    with pytest.raises(ConfigError, match=r"item 'mug'.*'human'"):
+        Household.from_yaml(path)
+
+
+def test_missing_file_is_a_config_error(tmp_path):
+    missing = tmp_path / 'nowhere.yaml'
+    with pytest.raises(ConfigError, match='nowhere.yaml'):
+        Household.from_yaml(missing)
+
+
+def test_malformed_structure_is_a_config_error(tmp_path):
+    document = custom_document()
+    del document['household']['rooms']
+    with pytest.raises(ConfigError, match='malformed household'):
+        Household.from_yaml(write_household(tmp_path, document))
+    not_yaml = tmp_path / 'broken.yaml'
+    not_yaml.write_text('household: [unclosed\n')
+    with pytest.raises(ConfigError, match='broken.yaml'):
+        Household.from_yaml(not_yaml)
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'rooms': ['kitchen']}, 'at least two rooms'),
+    ({'rooms': ['kitchen', 'bathroom', 'kitchen']}, 'lists a room twice'),
+    ({'items': {}}, 'has no items'),
+])
+def test_structural_problems_are_config_errors(tmp_path, changes, message):
+    document = custom_document(**changes)
+    document['household']['sinks'] = []
+    document.pop('tasks')
+    with pytest.raises(CecmError, match=message):
+        Household.from_yaml(write_household(tmp_path, document))
+
+
+def test_items_per_task_must_fit_the_items(tmp_path):
+    document = custom_document()
+    document['tasks']['items_per_task'] = [1, 3]
+    with pytest.raises(ConfigError, match=r'items_per_task .* 1\.\.2'):
+        Household.from_yaml(write_household(tmp_path, document))
+
+
+def test_default_household_costs_reach_the_ground_actions():
+    model = TidyUpModel()
+    costs = {name: model.action(name).cost for name in (
+        '(pick robot plate kitchen)', '(pick human plate kitchen)',
+        '(wash robot toothbrush kitchen)', '(wash human toothbrush kitchen)',
+        '(place robot blanket bedroom)', '(place human blanket bedroom)',
+        '(move robot kitchen study)', '(move human study kitchen)')}
+    assert list(costs.values()) == [4, 1, 2, 1, 1, 1, 1, 1]
+    assert np.isclose(sum(costs.values()), 12)
