@@ -136,9 +136,6 @@ def test_format_vector_round_trips_partner_types(catalog, partner):
     np.testing.assert_array_equal(catalog.parse_vector(catalog.format_vector(vector)), vector)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "format_vector(all ones) returns 'all', which parse_vector rejects as a malformed "
-    'assignment and resolve rejects as an unknown partner type'))
 def test_format_vector_round_trips_the_all_ones_vector(catalog):
     vector = catalog.all_capable()
     text = catalog.format_vector(vector)

@@ -117,6 +117,20 @@ def test_missing_cost_for_an_agent_is_rejected(tmp_path):
         Household.from_yaml(path)
 
 
+def test_negative_move_cost_is_rejected(tmp_path):
+    document = custom_document()
+    document['household']['agents']['robot']['move_cost'] = -1
+    with pytest.raises(ConfigError, match='move_cost'):
+        Household.from_yaml(write_household(tmp_path, document))
+
+
+def test_one_item_household_without_task_settings_loads(tmp_path):
+    document = household_yaml(['kitchen', 'bathroom'], [], {'mug': CUSTOM_ITEMS['mug']})
+    assert 'tasks' not in document
+    house = Household.from_yaml(write_household(tmp_path, document))
+    assert house.item_names == ('mug',)
+
+
 def test_missing_file_is_a_config_error(tmp_path):
     missing = tmp_path / 'nowhere.yaml'
     with pytest.raises(ConfigError, match='nowhere.yaml'):

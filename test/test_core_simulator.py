@@ -31,7 +31,7 @@ def test_missing_capability_is_a_self_loop_naming_the_capability(model, start):
     assert world.trajectory == [start, start]
     assert human.self_loop and not human.changed
     assert human.action == '(pick human plate kitchen)' and human.agent == HUMAN
-    assert 'missing capability pick_kitchen' == human.reason
+    assert human.reason == 'missing capability pick_kitchen'
     assert robot.action == NOOP and not robot.self_loop
 
 

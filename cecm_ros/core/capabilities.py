@@ -88,17 +88,18 @@ class CapabilityCatalog:
     def parse_vector(self, text: str) -> np.ndarray:
         """Parse ``name=0,name=1,...`` over a default of all ones.
 
-        Also accepts a plain 0/1 string of catalogue length (e.g. ``1101...``).
+        Also accepts a plain 0/1 string of catalogue length (e.g. ``1101...``) and
+        ``all`` (what :meth:`format_vector` writes for a fully capable partner).
         """
         text = text.strip()
-        if text and set(text) <= {'0', '1'}:
+        if text in ('', 'all'):
+            return self.all_capable()
+        if set(text) <= {'0', '1'}:
             if len(text) != len(self):
                 raise ConfigError(
                     f'capability bit string has {len(text)} digits, expected {len(self)}')
             return np.array([ch == '1' for ch in text], dtype=bool)
         vector = self.all_capable()
-        if not text:
-            return vector
         for item in text.split(','):
             item = item.strip()
             if not item:
@@ -115,7 +116,7 @@ class CapabilityCatalog:
         """A partner type name, or a vector in :meth:`parse_vector` syntax."""
         if spec in self.partner_types:
             return self.partner_vector(spec)
-        if '=' in spec or (spec and set(spec) <= {'0', '1'}):
+        if spec == 'all' or '=' in spec or (spec and set(spec) <= {'0', '1'}):
             return self.parse_vector(spec)
         return self.partner_vector(spec)  # raises with the list of known types
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import ConfigError, UnknownNameError
+from .errors import CecmError, ConfigError, UnknownNameError
 from .resources import DEFAULT_HOUSEHOLD, config_path
 
 ROBOT = 'robot'
@@ -50,6 +50,9 @@ class Household:
         for agent in AGENTS:
             if agent not in self.move_cost:
                 raise ConfigError(f'household {self.name!r}: no move_cost for agent {agent!r}')
+            if self.move_cost[agent] <= 0:
+                raise ConfigError(f'household {self.name!r}: move_cost of {agent!r} must be '
+                                  f'positive, got {self.move_cost[agent]:g}')
         for item in self.items:
             for agent in AGENTS:
                 cost = item.cost.get(agent)
@@ -105,11 +108,14 @@ class Household:
             tasks = data.get('tasks') or {}
             settings = TaskSettings(
                 dirty_probability=float(tasks.get('dirty_probability', 0.5)),
-                items_per_task=tuple(tasks.get('items_per_task', (2, len(items)))))
+                items_per_task=tuple(tasks.get('items_per_task',
+                                               (min(2, len(items)), len(items)))))
             return cls(
                 name=str(spec.get('name', path.stem)), rooms=tuple(spec['rooms']),
                 sinks=tuple(spec.get('sinks', ())),
                 move_cost={a: float(spec['agents'][a]['move_cost']) for a in AGENTS},
                 items=items, task_settings=settings)
-        except (KeyError, TypeError, AttributeError) as error:
+        except CecmError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
             raise ConfigError(f'{path}: malformed household ({error!r})') from error

@@ -31,8 +31,11 @@ ProgressCallback = Callable[[int, int], None]  # (samples evaluated, samples tot
 class NaiveEvaluator:
     """One planner call per sample (no sharing): the reference for correctness."""
 
-    def __init__(self, planner: JointPlanner):
+    def __init__(self, planner: JointPlanner, one_at_a_time: bool = True,
+                 shallow_first: bool = False):
         self.planner = planner
+        self.one_at_a_time = one_at_a_time
+        self.shallow_first = shallow_first
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
@@ -64,8 +67,11 @@ class SharedPlanEvaluator:
     are planned in parallel.
     """
 
-    def __init__(self, planner: JointPlanner):
+    def __init__(self, planner: JointPlanner, one_at_a_time: bool = True,
+                 shallow_first: bool = False):
         self.planner = planner
+        self.one_at_a_time = one_at_a_time
+        self.shallow_first = shallow_first
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
@@ -90,6 +96,8 @@ class SharedPlanEvaluator:
                         result[i] = plan
                         done += 1
                         continue
+                    if self.one_at_a_time:
+                        violated[np.flatnonzero(violated)[1:]] = False
                     relaxed[i] &= ~violated
                 bounded = _bounded_plan(samples[i], used)
                 if bounded is not None:
@@ -98,6 +106,10 @@ class SharedPlanEvaluator:
                     continue
                 to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
                 waiting.append(i)
+            if to_plan and self.shallow_first:
+                depth = {key: int((~v).sum()) for key, v in to_plan.items()}
+                shallowest = min(depth.values())
+                to_plan = {k: v for k, v in to_plan.items() if depth[k] == shallowest}
             if to_plan:
                 self.planner.plan_many(task, list(to_plan.values()))
             pending = waiting

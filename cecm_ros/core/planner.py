@@ -142,9 +142,11 @@ class PlanningBackend:
                     f'task {task.task_id}: {self.engine} found no plan within '
                     f'{self.timeout_s:g} s')
             if result.status in UNSOLVABLE:
+                lacking = model.catalog.format_vector(capabilities)
+                who = ('even with a fully capable human' if lacking == 'all'
+                       else f'when the human lacks {lacking}')
                 raise UnsolvableTaskError(
-                    f'task {task.task_id}: the goal cannot be reached when the human lacks '
-                    f'{model.catalog.format_vector(capabilities)}')
+                    f'task {task.task_id}: the goal cannot be reached {who}')
             if result.plan is None:
                 raise PlanningError(f'task {task.task_id}: {self.engine} ended with '
                                     f'{result.status.name} and no plan')
