@@ -61,6 +61,9 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                         help=f'acceptance threshold (default: {defaults.epsilon})')
     parser.add_argument('--psi', type=float, default=defaults.psi,
                         help=f'estimate threshold on theta (default: {defaults.psi})')
+    parser.add_argument('--proposal', choices=('prior', 'belief'), default=defaults.proposal,
+                        help='draw samples from the prior (the paper) or from the current '
+                             'belief (sequential variant) (default: %(default)s)')
     forgetting = parser.add_mutually_exclusive_group()
     forgetting.add_argument('--window', type=int,
                             help='forget samples older than this many tasks (default: off)')
@@ -70,7 +73,8 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
 
 def _estimator_settings(args) -> EstimatorSettings:
     return EstimatorSettings(samples=args.samples, prior=args.prior, epsilon=args.epsilon,
-                             psi=args.psi, window=args.window, decay=args.decay)
+                             psi=args.psi, window=args.window, decay=args.decay,
+                             proposal=args.proposal)
 
 
 # ------------------------------------------------------------------------ commands

@@ -1,4 +1,4 @@
-"""Time-indexed Jaccard distances between bitmask trajectories."""
+"""Jaccard distances between the sets of states two trajectories visit."""
 
 import numpy as np
 import pytest
@@ -12,30 +12,27 @@ def test_identical_trajectories_are_at_distance_zero():
 
 
 def test_disjoint_trajectories_are_at_distance_one():
-    assert jaccard_distance([0b0011, 0b0011], [0b1100, 0b0100]) == 1.0
+    assert jaccard_distance([0b0011, 0b0111], [0b1100, 0b0100]) == 1.0
 
 
-def test_empty_states_count_as_identical():
-    assert jaccard_distance([0], [0, 0]) == 0.0
+def test_states_are_compared_whole_not_proposition_by_proposition():
+    # 0b0111 and 0b0110 share two propositions but are different joint states.
+    assert jaccard_distance([0b0111], [0b0110]) == 1.0
 
 
-def test_hand_computed_example_pads_the_shorter_with_its_final_state():
-    first = [0b0011, 0b0111, 0b1111]
-    second = [0b0001, 0b0101]
-    # t=0: 0011 vs 0001 -> shared 1, union 2
-    # t=1: 0111 vs 0101 -> shared 2, union 3
-    # t=2: 1111 vs 0101 (second padded with its final state) -> shared 2, union 4
-    assert jaccard_distance(first, second) == pytest.approx(1 - 5 / 9)
-    # Padding with an empty state instead would give 1 - 3/9: not what the module says.
-    assert jaccard_distance(first, second) != pytest.approx(1 - 3 / 9)
+def test_hand_computed_example_of_visited_state_sets():
+    first = [0b0001, 0b0011, 0b0111, 0b1111]
+    second = [0b0001, 0b0101, 0b0111]
+    # visited: {1, 3, 7, 15} and {1, 5, 7}: shared {1, 7}, union {1, 3, 5, 7, 15}
+    assert jaccard_distance(first, second) == pytest.approx(1 - 2 / 5)
 
 
-def test_reaching_the_same_states_later_is_close_but_not_zero():
-    on_time = [0b001, 0b110, 0b110, 0b110]
-    late = [0b001, 0b001, 0b110]
-    # t=0: 1/1, t=1: 0/3, t=2: 2/2, t=3 (late padded): 2/2 -> 1 - 5/8
-    assert jaccard_distance(on_time, late) == pytest.approx(3 / 8)
-    assert jaccard_distance(on_time, on_time[:2]) == 0.0  # the tail repeats the final state
+def test_lengths_need_no_alignment_and_revisits_count_once():
+    on_time = [0b001, 0b110]
+    late = [0b001, 0b001, 0b001, 0b110]
+    assert jaccard_distance(on_time, late) == 0.0
+    detour = [0b001, 0b011, 0b110]
+    assert jaccard_distance(on_time, detour) == pytest.approx(1 - 2 / 3)
 
 
 @pytest.mark.parametrize('seed', range(5))
@@ -58,8 +55,8 @@ def test_empty_trajectory_is_rejected():
 def test_min_jaccard_distance_takes_the_closest_candidate():
     observed = [0b0011, 0b0111]
     far = [0b1100, 0b1000]
-    near = [0b0011, 0b0110]  # t=0: 2 of 2, t=1: 2 of 3 -> 1 - 4/5
-    assert min_jaccard_distance([far, near], observed) == pytest.approx(0.2)
+    near = [0b0011, 0b0110]  # shares 1 of the 3 states the two visit
+    assert min_jaccard_distance([far, near], observed) == pytest.approx(1 - 1 / 3)
     assert min_jaccard_distance([far], observed) == 1.0
     assert min_jaccard_distance([far, observed], observed) == 0.0
     with pytest.raises(ValueError):

@@ -30,6 +30,8 @@ class EstimatorSettings:
     psi: float = 0.5              # estimate_i = theta_i > psi
     window: int | None = None     # forget samples from tasks older than this many
     decay: float | None = None    # or weigh a sample from k tasks ago by decay**k
+    proposal: str = 'prior'       # draw samples from the prior, or from the belief
+    proposal_floor: float = 0.05  # with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
 
     def __post_init__(self):
         if self.samples < 1:
@@ -44,6 +46,10 @@ class EstimatorSettings:
             raise ConfigError(f'window must be at least 1 task, got {self.window}')
         if self.decay is not None and not 0.0 < self.decay <= 1.0:
             raise ConfigError(f'decay must lie in (0, 1], got {self.decay}')
+        if self.proposal not in ('prior', 'belief'):
+            raise ConfigError(f"proposal must be 'prior' or 'belief', got {self.proposal!r}")
+        if not 0.0 < self.proposal_floor < 0.5:
+            raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
         if self.window is not None and self.decay is not None:
             raise ConfigError('choose either window or decay forgetting, not both')
 
@@ -222,11 +228,25 @@ class CecmEstimator(Estimator):
         super().__init__(model, settings, seed, belief)
         self.evaluator = evaluator
 
+    def proposal_probabilities(self) -> np.ndarray:
+        """P(c_i = 1) of the distribution the next task's samples are drawn from.
+
+        The paper draws from the fixed Bernoulli prior. With ``proposal='belief'`` the
+        samples come from the current belief instead (kept away from 0 and 1 so that
+        every hypothesis can still be drawn): a sequential variant in which what earlier
+        tasks established carries into the samples of later ones.
+        """
+        size = len(self.model.catalog)
+        if self.settings.proposal == 'prior' or self.belief.accepted_count == 0:
+            return np.full(size, self.settings.prior)
+        floor = self.settings.proposal_floor
+        return np.clip(self.belief.theta, floor, 1.0 - floor)
+
     def draw_samples(self) -> np.ndarray:
-        """The N prior samples for the next task; seeded by (seed, tasks seen)."""
+        """The N samples for the next task; seeded by (seed, tasks seen)."""
         rng = np.random.default_rng([self.belief.seed, self.belief.tasks_seen])
         size = (self.settings.samples, len(self.model.catalog))
-        return rng.random(size) < self.settings.prior
+        return rng.random(size) < self.proposal_probabilities()
 
     def update(self, task: Task, observed: Sequence[int],
                progress: ProgressCallback | None = None) -> UpdateReport:

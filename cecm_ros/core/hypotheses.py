@@ -31,11 +31,8 @@ ProgressCallback = Callable[[int, int], None]  # (samples evaluated, samples tot
 class NaiveEvaluator:
     """One planner call per sample (no sharing): the reference for correctness."""
 
-    def __init__(self, planner: JointPlanner, one_at_a_time: bool = True,
-                 shallow_first: bool = False):
+    def __init__(self, planner: JointPlanner):
         self.planner = planner
-        self.one_at_a_time = one_at_a_time
-        self.shallow_first = shallow_first
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
@@ -62,9 +59,11 @@ class SharedPlanEvaluator:
     2. bound: the cost of ``P`` equals the highest optimal cost known for any vector
        ``v' >= c``, a lower bound on the optimal cost under ``c``.
 
-    Samples not settled by known plans are relaxed (every capability a plan used but
-    the sample lacks is removed from ``v``) and the distinct relaxed vectors of a wave
-    are planned in parallel.
+    Samples not settled by known plans are relaxed (the first capability a plan used but
+    the sample lacks is removed from ``v``; one at a time, so that samples share the
+    intermediate vectors) and the distinct relaxed vectors of a wave are planned in
+    parallel. With few samples this can take more calls than planning each sample once
+    (the intermediate vectors are shared by nobody); it pays off from about a hundred.
     """
 
     def __init__(self, planner: JointPlanner, one_at_a_time: bool = True,
@@ -104,8 +103,9 @@ class SharedPlanEvaluator:
                     result[i] = bounded
                     done += 1
                     continue
-                to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
                 waiting.append(i)
+            for i in waiting:
+                to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
             if to_plan and self.shallow_first:
                 depth = {key: int((~v).sum()) for key, v in to_plan.items()}
                 shallowest = min(depth.values())

@@ -1,14 +1,16 @@
 """Distances between joint state trajectories.
 
-A trajectory is the sequence of joint states s_0..s_H, each a set of true propositions.
-Two trajectories of different lengths are compared after padding the shorter one with
-its own final state (a finished team stays where it is) up to the longer length H.
-The Jaccard distance is then taken over time-indexed propositions:
+A trajectory is the sequence of joint states s_0..s_H that a team went through; each
+state is one binary vector over the proposition index (an int bitmask here). As in the
+CE-CM paper's diversity measure, a trajectory is compared as the *set* of joint states
+it visits, S_tau = {s_0, ..., s_H}, and the Jaccard distance between two trajectories is
 
-    J(a, b) = 1 - sum_t |a_t & b_t| / sum_t |a_t | b_t|,   t = 0..H
+    J(a, b) = 1 - |S_a & S_b| / |S_a | S_b|
 
-so a plan that reaches the same states one step later, or that differs in who carried
-an item, is at a small distance, while a different allocation over a whole task is far.
+where two states are the same only when all their propositions agree. Trajectories of
+different lengths need no alignment: a plan that reaches the same states with extra
+steps shares most of them, while a different allocation of work passes through
+different intermediate states (who stands where, who holds what) and is far away.
 """
 
 from __future__ import annotations
@@ -17,17 +19,11 @@ from collections.abc import Sequence
 
 
 def jaccard_distance(first: Sequence[int], second: Sequence[int]) -> float:
-    """Time-indexed Jaccard distance of two bitmask trajectories (see module doc)."""
+    """Jaccard distance between the sets of states two trajectories visit."""
     if not first or not second:
         raise ValueError('a trajectory needs at least one state')
-    length = max(len(first), len(second))
-    shared = union = 0
-    for t in range(length):
-        a = first[t] if t < len(first) else first[-1]
-        b = second[t] if t < len(second) else second[-1]
-        shared += (a & b).bit_count()
-        union += (a | b).bit_count()
-    return 0.0 if union == 0 else 1.0 - shared / union
+    a, b = set(first), set(second)
+    return 1.0 - len(a & b) / len(a | b)
 
 
 def min_jaccard_distance(candidates: Sequence[Sequence[int]], observed: Sequence[int]) -> float:

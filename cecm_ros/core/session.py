@@ -1,0 +1,95 @@
+"""A session of tasks run piecewise (e.g. by the ROS node graph) instead of by run_once.
+
+The node graph observes what ``run_once`` computes in one process: per task the
+robot's first plan, the partner's plan, the corrections and the belief after the
+update. These helpers turn those observations into the same ``TaskResult`` rows and
+the same summary document as ``cecm experiment`` (one run), through the same
+``task_metrics`` and ``summarise`` calls. Also: task lists read from YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from . import metrics
+from .domain import Task, TidyUpModel
+from .errors import CecmError, ConfigError
+from .estimator import EstimatorSettings
+from .experiment import ExperimentSettings, TaskResult, summarise, task_metrics
+from .partners import TaskRecord
+from .planner import JointPlan
+
+
+@dataclass(frozen=True)
+class _EstimateView:
+    """What ``task_metrics`` reads of an estimator: its current estimate."""
+
+    estimate: np.ndarray
+
+
+def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np.ndarray,
+                        truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
+                        corrections: int, robot_decisions: int, goal_reached: bool,
+                        accepted: int, message: str) -> TaskResult:
+    """The metrics row of task ``index`` (0-based), Hamming after that task's update."""
+    record = TaskRecord(task=task, robot_plan=robot_plan, human_plan=human_plan,
+                        trajectory=[], corrections=corrections,
+                        robot_decisions=robot_decisions, goal_reached=goal_reached)
+    return task_metrics(model, record, _EstimateView(np.asarray(estimate, dtype=bool)),
+                        np.asarray(truth, dtype=bool), accepted, message, run=0, index=index)
+
+
+def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarray
+                      ) -> tuple[float, float]:
+    """(Hamming, Hamming over the capabilities that are not inert in this household)."""
+    return (metrics.hamming(estimate, truth),
+            metrics.hamming(estimate, truth, ~model.inert_mask))
+
+
+def session_summary(model: TidyUpModel, partner: str, method: str, seed: int,
+                    estimator: EstimatorSettings, results: Sequence[TaskResult],
+                    wall_s: float, extra: dict | None = None) -> dict:
+    """The ``cecm experiment`` summary document of one run over ``results``."""
+    if not results:
+        raise ConfigError('a session summary needs at least one finished task')
+    settings = ExperimentSettings(partner=partner, method=method, runs=1,
+                                  tasks=len(results), seed=seed, jobs=1, estimator=estimator)
+    return summarise(settings, list(results), wall_s, model, extra)
+
+
+def load_tasks(model: TidyUpModel, path: str | Path) -> list[Task]:
+    """Tasks from YAML: ``tasks: [{id: ..., initial: [atoms], goal: [atoms]}, ...]``.
+
+    Atoms may be written ``(item-at plate kitchen)`` or ``item-at plate kitchen``; a
+    missing id becomes ``<file stem>-<n>``. Every task is validated against the model.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f'cannot read tasks file {path}: {error}') from error
+    entries = data.get('tasks') if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f'{path}: expected a non-empty list under "tasks"')
+    tasks = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or 'initial' not in entry or 'goal' not in entry:
+            raise ConfigError(f'{path}: task {number} needs "initial" and "goal" lists')
+        task_id = str(entry.get('id') or f'{path.stem}-{number}')
+        try:
+            initial = model.atoms_of(model.state_from_atoms(entry['initial']))
+            goal = model.atoms_of(model.state_from_atoms(entry['goal']))
+            task = Task(task_id, frozenset(initial), frozenset(goal))
+            model.validate_task(task)
+        except (CecmError, TypeError) as error:
+            raise ConfigError(f'{path}: task {task_id}: {error}') from error
+        tasks.append(task)
+    ids = [t.task_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f'{path}: task ids must be unique, got {ids}')
+    return tasks

@@ -1,0 +1,199 @@
+"""CE-CM, the baselines, the belief value and the hypothesis evaluators."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.estimator import (
+    CapabilityBelief,
+    EstimatorSettings,
+    make_estimator,
+    observed_human_capabilities,
+)
+from cecm_ros.core.hypotheses import NaiveEvaluator, SharedPlanEvaluator
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.core.trajectory import jaccard_distance
+
+
+@pytest.fixture(scope='module')
+def model():
+    return TidyUpModel()
+
+
+@pytest.fixture(scope='module')
+def planner(model):
+    with JointPlanner(model, workers=2) as shared:
+        yield shared
+
+
+@pytest.fixture(scope='module')
+def task(model):
+    return TaskGenerator(model, 5).next_task()
+
+
+@pytest.fixture(scope='module')
+def truth(model):
+    return model.catalog.resolve('low_capability')
+
+
+@pytest.fixture(scope='module')
+def observed(planner, task, truth):
+    return planner.plan(task, truth).trajectory
+
+
+def cecm(model, planner, samples=40, seed=3, **settings):
+    return make_estimator('cecm', model, SharedPlanEvaluator(planner),
+                          EstimatorSettings(samples=samples, **settings), seed=seed)
+
+
+@pytest.mark.parametrize('bad', [dict(samples=0), dict(prior=1.5), dict(epsilon=0.0),
+                                 dict(psi=1.0), dict(window=0), dict(decay=0.0),
+                                 dict(window=2, decay=0.5), dict(proposal='posterior'),
+                                 dict(proposal_floor=0.5)])
+def test_settings_reject_out_of_range_values(bad):
+    with pytest.raises(ConfigError):
+        EstimatorSettings(**bad)
+
+
+def test_unknown_method_is_named(model):
+    with pytest.raises(ConfigError, match='psychic'):
+        make_estimator('psychic', model)
+
+
+def test_prior_belief_estimates_everyone_capable(model, planner):
+    estimator = cecm(model, planner)
+    assert estimator.belief.theta == pytest.approx(np.full(20, 0.8))
+    assert estimator.estimate.all()
+
+
+def test_accepted_samples_are_exactly_those_within_epsilon(model, planner, task, observed):
+    estimator = cecm(model, planner)
+    samples = estimator.draw_samples()
+    plans = SharedPlanEvaluator(planner).plans(task, samples)
+    expected = sum(jaccard_distance(p.trajectory, observed) < 0.24 for p in plans)
+    report = estimator.update(task, observed)
+    assert report.samples_evaluated == 40
+    assert report.samples_accepted == expected == len(estimator.belief.accepted)
+    assert estimator.belief.tasks_seen == 1
+    accepted = estimator.belief.accepted
+    assert estimator.belief.theta == pytest.approx(accepted.mean(axis=0))
+
+
+def test_the_true_vector_explains_its_own_observation(model, planner, task, truth, observed):
+    assert jaccard_distance(planner.plan(task, truth).trajectory, observed) == 0.0
+
+
+def test_same_seed_same_belief_and_different_seed_other_samples(model, planner, task, observed):
+    first, second = cecm(model, planner, seed=9), cecm(model, planner, seed=9)
+    first.update(task, observed)
+    second.update(task, observed)
+    assert np.array_equal(first.belief.accepted, second.belief.accepted)
+    assert not np.array_equal(cecm(model, planner, seed=9).draw_samples(),
+                              cecm(model, planner, seed=10).draw_samples())
+
+
+def test_no_accepted_sample_leaves_the_belief_as_it_was(model, planner, task):
+    estimator = cecm(model, planner, samples=10)
+    start = model.state_from_atoms(task.initial)
+    report = estimator.update(task, [start])  # a team that never moved: nothing explains it
+    assert report.samples_accepted == 0 and not report.updated
+    assert 'belief unchanged' in report.message
+    assert len(estimator.belief.accepted) == 0
+    assert estimator.belief.theta == pytest.approx(np.full(20, 0.8))
+
+
+def test_a_failed_update_does_not_touch_the_belief(model, planner, task, observed):
+    estimator = cecm(model, planner, samples=10)
+    estimator.update(task, observed)
+    before = estimator.belief.to_dict()
+    with pytest.raises(ConfigError, match='empty'):
+        estimator.update(task, [])
+    bogus = task.__class__(task.task_id, task.initial | {'(item-at sofa kitchen)'}, task.goal)
+    with pytest.raises(KeyError, match='sofa'):
+        estimator.update(bogus, observed)
+    assert estimator.belief.to_dict() == before
+
+
+def test_belief_round_trips_through_a_file(model, planner, task, observed, tmp_path):
+    estimator = cecm(model, planner, window=3)
+    estimator.update(task, observed)
+    path = tmp_path / 'belief.json'
+    estimator.belief.save(path)
+    loaded = CapabilityBelief.load(path)
+    assert loaded.to_dict() == estimator.belief.to_dict()
+    assert np.array_equal(loaded.estimate, estimator.estimate)
+    resumed = make_estimator('cecm', model, SharedPlanEvaluator(planner), belief=loaded)
+    assert resumed.belief.tasks_seen == 1
+
+
+def test_bad_belief_files_are_rejected_with_the_reason(model, tmp_path):
+    path = tmp_path / 'belief.json'
+    path.write_text('{not json')
+    with pytest.raises(ConfigError, match='cannot load belief'):
+        CapabilityBelief.load(path)
+    path.write_text(json.dumps({'format': 'something/else'}))
+    with pytest.raises(ConfigError, match='not a capability belief'):
+        CapabilityBelief.load(path)
+    other = CapabilityBelief('cecm', ['fly', 'swim'])
+    with pytest.raises(ConfigError, match='other capabilities'):
+        make_estimator('optimistic', model, belief=other)
+
+
+def test_window_and_decay_forget_old_tasks():
+    names = ['a', 'b']
+    accepted = np.array([[1, 1], [1, 1], [0, 0]], dtype=bool)
+    tasks = np.array([0, 0, 1])
+    window = CapabilityBelief('cecm', names, EstimatorSettings(window=1), accepted, tasks,
+                              tasks_seen=2)
+    assert window.theta == pytest.approx([0.0, 0.0])
+    decay = CapabilityBelief('cecm', names, EstimatorSettings(decay=0.5), accepted, tasks,
+                             tasks_seen=2)
+    assert decay.theta == pytest.approx([1.0 / 2.0, 1.0 / 2.0])  # weights .5, .5, 1
+    plain = CapabilityBelief('cecm', names, EstimatorSettings(), accepted, tasks, tasks_seen=2)
+    assert plain.theta == pytest.approx([2 / 3, 2 / 3])
+
+
+def test_belief_proposal_draws_from_the_clipped_belief(model, planner, task, observed):
+    estimator = cecm(model, planner, proposal='belief', proposal_floor=0.1)
+    assert estimator.proposal_probabilities() == pytest.approx(np.full(20, 0.8))
+    estimator.update(task, observed)
+    probabilities = estimator.proposal_probabilities()
+    assert probabilities.min() >= 0.1 and probabilities.max() <= 0.9
+    assert probabilities == pytest.approx(np.clip(estimator.belief.theta, 0.1, 0.9))
+
+
+def test_optimistic_never_learns(model, task, observed):
+    estimator = make_estimator('optimistic', model)
+    estimator.update(task, observed)
+    assert estimator.estimate.all()
+
+
+def test_pessimistic_adds_exactly_the_capabilities_the_partner_used(model, planner, truth):
+    estimator = make_estimator('pessimistic', model)
+    assert not estimator.estimate.any()
+    seen = np.zeros(20, dtype=bool)
+    for task in TaskGenerator(model, 21).tasks(3):
+        plan = planner.plan(task, truth)
+        used = np.zeros(20, dtype=bool)
+        used[list(plan.human_capabilities_used)] = True
+        assert np.array_equal(observed_human_capabilities(model, plan.trajectory), used)
+        estimator.update(task, plan.trajectory)
+        seen |= used
+        assert np.array_equal(estimator.estimate, seen)  # cumulative OR
+    assert not (estimator.estimate & ~truth).any()
+
+
+def test_shared_evaluator_gives_optimal_plans_like_the_naive_one(model, task, observed):
+    samples = np.random.default_rng(4).random((30, 20)) < 0.8
+    with JointPlanner(model, cache_size=0) as naive_planner:
+        naive = NaiveEvaluator(naive_planner).plans(task, samples)
+    with JointPlanner(model, workers=2) as shared_planner:
+        shared = SharedPlanEvaluator(shared_planner).plans(task, samples)
+        assert shared_planner.calls < naive_planner.calls == 30
+    for sample, a, b in zip(samples, naive, shared):
+        assert a.cost == b.cost  # sharing may only pick another plan among equally cheap ones
+        assert all(sample[g] for g in b.human_capabilities_used)

@@ -1,0 +1,108 @@
+"""The experiment runner, its outputs and the update benchmark (small settings)."""
+
+import csv
+import json
+
+import pytest
+
+from cecm_ros.cli import main as cecm_main
+from cecm_ros.core.bench import run_update_benchmark
+from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.estimator import EstimatorSettings
+from cecm_ros.core.experiment import METRICS, ExperimentSettings, mean_ci95, run_experiment
+
+SMALL = EstimatorSettings(samples=25)
+
+
+@pytest.fixture(scope='module')
+def model():
+    return TidyUpModel()
+
+
+def test_mean_ci95_uses_student_t():
+    summary = mean_ci95([1.0, 2.0, 3.0])
+    assert summary['mean'] == 2.0
+    assert summary['ci95_high'] - 2.0 == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+    assert mean_ci95([5.0]) == {'mean': 5.0, 'ci95_low': 5.0, 'ci95_high': 5.0}
+
+
+def test_settings_are_validated():
+    with pytest.raises(ConfigError, match='method'):
+        ExperimentSettings(method='oracle')
+    with pytest.raises(ConfigError, match='go together'):
+        ExperimentSettings(switch_partner='high_capability')
+
+
+def test_small_experiment_writes_summary_and_csv(model, tmp_path):
+    settings = ExperimentSettings(partner='low_capability', runs=2, tasks=2, seed=1, jobs=2,
+                                  estimator=SMALL)
+    summary = run_experiment(settings, model, tmp_path, quiet=True)
+    written = json.loads((tmp_path / 'summary.json').read_text())
+    assert written == json.loads(json.dumps(summary))
+    assert written['settings']['runs'] == 2 and written['wall_time_s'] > 0
+    assert [row['task'] for row in written['per_task']] == [1, 2]
+    for row in written['per_task']:
+        for name in METRICS:
+            value = row[name]
+            assert set(value) == {'mean', 'ci95_low', 'ci95_high'}
+            assert value['ci95_low'] <= value['mean'] <= value['ci95_high']
+        assert 0.0 <= row['hamming']['mean'] <= 1.0
+    rows = list(csv.DictReader(open(tmp_path / 'runs.csv')))
+    assert len(rows) == 4 and all(row['goal_reached'] == 'True' for row in rows)
+
+
+def test_methods_share_seeds_and_an_informed_robot_is_not_corrected(model, tmp_path):
+    settings = dict(partner='low_capability', runs=1, tasks=2, seed=2, jobs=1,
+                    estimator=SMALL)
+    optimistic = run_experiment(ExperimentSettings(method='optimistic', **settings), model,
+                                tmp_path / 'o', quiet=True)
+    pessimistic = run_experiment(ExperimentSettings(method='pessimistic', **settings), model,
+                                 tmp_path / 'p', quiet=True)
+    tasks = [[r['task_id'] for r in csv.DictReader(open(tmp_path / d / 'runs.csv'))]
+             for d in ('o', 'p')]
+    assert tasks[0] == tasks[1]
+    # The optimistic robot keeps an all-ones estimate: its Hamming distance is fixed.
+    assert {row['hamming']['mean'] for row in optimistic['per_task']} == {9 / 20}
+    assert pessimistic['per_task'][0]['hamming']['mean'] >= 0.0
+
+
+def test_partner_switch_changes_the_truth_mid_run(model, tmp_path):
+    settings = ExperimentSettings(partner='low_capability', method='optimistic', runs=1,
+                                  tasks=2, jobs=1, switch_partner='high_capability',
+                                  switch_after=1)
+    run_experiment(settings, model, tmp_path, quiet=True)
+    truths = [row['truth'] for row in csv.DictReader(open(tmp_path / 'runs.csv'))]
+    assert truths[0] != truths[1]
+    assert truths[1] == ''.join('1' if b else '0' for b in
+                                model.catalog.resolve('high_capability'))
+
+
+def test_cli_compare_writes_plots_and_comparison(tmp_path, capsys):
+    out = tmp_path / 'cmp'
+    code = cecm_main(['experiment', '--compare', 'cecm,optimistic', '--runs', '1',
+                      '--tasks', '2', '--samples', '15', '--jobs', '2', '--quiet',
+                      '--out', str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f'summary: {out / "comparison.json"}' in printed
+    comparison = json.loads((out / 'comparison.json').read_text())
+    assert set(comparison) == {'cecm', 'optimistic'}
+    assert (out / 'hamming.png').stat().st_size > 1000
+    assert (out / 'cecm' / 'summary.json').exists()
+
+
+def test_cli_reports_bad_input_without_a_traceback(capsys):
+    assert cecm_main(['experiment', '--partner', 'superhuman', '--runs', '1']) == 2
+    assert 'superhuman' in capsys.readouterr().err
+    assert cecm_main(['plan', '--capabilities', 'fly_kitchen=0']) == 2
+    assert 'fly_kitchen' in capsys.readouterr().err
+
+
+def test_bench_reports_its_figures(model):
+    result = run_update_benchmark(model, 'low_capability', samples=12, seed=0, jobs=2)
+    assert {'naive_s', 'fast_s', 'speedup', 'agreement', 'same_estimate',
+            'peak_rss_mb'} <= set(result)
+    assert result['naive_planner_calls'] == 12
+    assert result['fast_planner_calls'] >= 1
+    assert 0.0 <= result['agreement'] <= 1.0
