@@ -167,7 +167,8 @@ def cmd_experiment(args) -> int:
     base = ExperimentSettings(
         partner=_partner_spec(args), method=methods[0], runs=args.runs, tasks=args.tasks,
         seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args),
-        switch_partner=args.switch_partner, switch_after=args.switch_after)
+        switch_partner=args.switch_partner, switch_after=args.switch_after,
+        forgo_probability=args.forgo_probability)
     summaries = {}
     for method in methods:
         target = out_dir / method if len(methods) > 1 else out_dir
@@ -259,7 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     _add_estimator_options(sub)
-    sub.add_argument('--method', default='cecm', help='cecm, optimistic or pessimistic')
+    sub.add_argument('--method', default='cecm',
+                     help='cecm, cecm_div, optimistic or pessimistic (default: cecm)')
+    sub.add_argument('--forgo-probability', type=float, default=0.0, metavar='P',
+                     help='chance per task that the simulated partner declines one of its '
+                          'capabilities (a not quite optimal partner) (default: 0)')
     sub.add_argument('--compare', metavar='M1,M2,...',
                      help='run these methods on the same seeds and plot them together')
     sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')

@@ -13,7 +13,8 @@ from cecm_ros.core.estimator import (
     make_estimator,
     observed_human_capabilities,
 )
-from cecm_ros.core.hypotheses import NaiveEvaluator, SharedPlanEvaluator
+from cecm_ros.core.hypotheses import DiversePlanEvaluator, NaiveEvaluator, SharedPlanEvaluator
+from cecm_ros.core.partners import SimulatedHuman
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskGenerator
 from cecm_ros.core.trajectory import jaccard_distance
@@ -197,3 +198,40 @@ def test_shared_evaluator_gives_optimal_plans_like_the_naive_one(model, task, ob
     for sample, a, b in zip(samples, naive, shared):
         assert a.cost == b.cost  # sharing may only pick another plan among equally cheap ones
         assert all(sample[g] for g in b.human_capabilities_used)
+
+
+def test_diverse_sets_contain_only_permitted_cheap_diverse_plans(model, planner, task,
+                                                                 observed):
+    samples = np.random.default_rng(6).random((40, 20)) < 0.8
+    evaluator = DiversePlanEvaluator(planner, max_plans=5, diversity=0.35, cost_slack=0.5)
+    sets = evaluator.plan_sets(task, samples)
+    optimal = SharedPlanEvaluator(planner).plans(task, samples)
+    for sample, plans, best in zip(samples | model.inert_mask, sets, optimal):
+        assert plans[0].sequential == best.sequential and 1 <= len(plans) <= 5
+        for plan in plans:
+            assert all(sample[g] for g in plan.human_capabilities_used)
+            assert plan.cost <= best.cost * 1.5 + 1e-9
+        for index, plan in enumerate(plans[1:], 1):
+            for earlier in plans[:index]:
+                states = set(plan.trajectory)
+                assert len(states - set(earlier.trajectory)) / len(states) >= 0.35
+    div = evaluator.distances(task, samples, observed)
+    single = SharedPlanEvaluator(planner).distances(task, samples, observed)
+    assert (div <= single + 1e-12).all()  # a set never explains worse than its best plan
+
+
+def test_a_partner_that_forgoes_a_capability_is_seeded(model, planner, task, truth):
+    always = SimulatedHuman(planner, truth, forgo_probability=1.0, seed=4)
+    plan = always.begin_task(task)
+    optimal = planner.plan(task, truth)
+    if optimal.human_capabilities_used:
+        assert always.forgone in {model.catalog.names[g]
+                                  for g in optimal.human_capabilities_used}
+        assert model.catalog.index(always.forgone) not in plan.human_capabilities_used
+        assert plan.cost >= optimal.cost
+        again = SimulatedHuman(planner, truth, forgo_probability=1.0, seed=4)
+        assert again.begin_task(task).sequential == plan.sequential
+    never = SimulatedHuman(planner, truth)
+    assert never.begin_task(task).sequential == optimal.sequential and never.forgone is None
+    with pytest.raises(ValueError, match='forgo_probability'):
+        SimulatedHuman(planner, truth, forgo_probability=2.0)

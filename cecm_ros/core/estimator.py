@@ -291,8 +291,15 @@ def observed_human_capabilities(model: TidyUpModel, trajectory: Sequence[int]) -
     return used
 
 
-ESTIMATORS = {'cecm': CecmEstimator, 'optimistic': OptimisticEstimator,
-              'pessimistic': PessimisticEstimator}
+class CecmDivEstimator(CecmEstimator):
+    """CE-CM-Div: CE-CM with a set of diverse plans per hypothesis (give it a
+    :class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
+
+    method = 'cecm_div'
+
+
+ESTIMATORS = {'cecm': CecmEstimator, 'cecm_div': CecmDivEstimator,
+              'optimistic': OptimisticEstimator, 'pessimistic': PessimisticEstimator}
 
 
 def make_estimator(method: str, model: TidyUpModel, evaluator=None,
@@ -303,7 +310,7 @@ def make_estimator(method: str, model: TidyUpModel, evaluator=None,
     except KeyError:
         raise ConfigError(f'unknown method {method!r}; methods: {", ".join(ESTIMATORS)}') \
             from None
-    if cls is CecmEstimator:
+    if issubclass(cls, CecmEstimator):
         if evaluator is None:
             raise ConfigError('CE-CM needs a hypothesis evaluator')
         return cls(model, evaluator, settings, seed, belief)

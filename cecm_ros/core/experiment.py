@@ -26,14 +26,14 @@ from . import metrics
 from .domain import TidyUpModel
 from .errors import ConfigError
 from .estimator import Estimator, EstimatorSettings, make_estimator
-from .hypotheses import SharedPlanEvaluator
+from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from .partners import RobotTeammate, SimulatedHuman, TaskRecord, run_shared_task
 from .planner import JointPlanner
 from .tasks import TaskGenerator
 
 METRICS = ('hamming', 'hamming_active', 'correction_ratio', 'iou', 'infeasible_assigned',
            'accepted_samples')
-METHODS = ('cecm', 'optimistic', 'pessimistic')
+METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class ExperimentSettings:
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
     switch_partner: str | None = None        # partner after `switch_after` tasks
     switch_after: int | None = None
+    forgo_probability: float = 0.0           # chance the partner declines a capability
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -55,6 +56,9 @@ class ExperimentSettings:
             raise ConfigError('runs and tasks must be at least 1')
         if self.jobs < 1:
             raise ConfigError(f'jobs must be at least 1, got {self.jobs}')
+        if not 0.0 <= self.forgo_probability <= 1.0:
+            raise ConfigError(f'forgo_probability must lie in [0, 1], got '
+                              f'{self.forgo_probability}')
         if (self.switch_partner is None) != (self.switch_after is None):
             raise ConfigError('switch_partner and switch_after go together')
 
@@ -103,8 +107,11 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
     """One run: a seeded task sequence with one estimator learning along it."""
     run_seed = settings.seed * 100_003 + run
     generator = TaskGenerator(model, run_seed)
-    estimator = make_estimator(settings.method, model, SharedPlanEvaluator(planner),
-                               settings.estimator, seed=run_seed)
+    evaluator = (DiversePlanEvaluator(planner) if settings.method == 'cecm_div'
+                 else SharedPlanEvaluator(planner))
+    estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
+                               seed=run_seed)
+    partner_rng = np.random.default_rng([run_seed, 7])
     results = []
     for index in range(settings.tasks):
         partner = settings.partner
@@ -113,8 +120,10 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
         truth = model.catalog.resolve(partner)
         task = generator.next_task()
         started = time.perf_counter()
+        human = SimulatedHuman(planner, truth, settings.forgo_probability,
+                               seed=int(partner_rng.integers(2**32)))
         record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
-                                 SimulatedHuman(planner, truth))
+                                 human)
         update = estimator.update(task, record.trajectory)
         result = task_metrics(model, record, estimator, truth, update.samples_accepted,
                               update.message, run, index)
@@ -218,7 +227,8 @@ PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-in
                'correction_ratio': 'Ratio of corrected actions', 'iou': 'Plan overlap (IoU)',
                'infeasible_assigned': 'Infeasible actions assigned',
                'accepted_samples': 'Accepted samples'}
-METHOD_LABELS = {'cecm': 'CE-CM', 'optimistic': 'Optimistic', 'pessimistic': 'Pessimistic'}
+METHOD_LABELS = {'cecm': 'CE-CM', 'cecm_div': 'CE-CM-Div', 'optimistic': 'Optimistic',
+                 'pessimistic': 'Pessimistic'}
 
 
 def plot_summaries(summaries: dict[str, dict], out_dir: Path, title: str = '') -> list[Path]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .domain import Task
 from .planner import JointPlan, JointPlanner
-from .trajectory import jaccard_distance
+from .trajectory import jaccard_distance, min_jaccard_distance
 
 ProgressCallback = Callable[[int, int], None]  # (samples evaluated, samples total)
 
@@ -146,3 +146,61 @@ def _bounded_plan(sample: np.ndarray, known) -> JointPlan | None:
         if best_key is None or key < best_key:
             best, best_key = plan, key
     return best
+
+
+class DiversePlanEvaluator:
+    """CE-CM-Div: compare the observation with a set of diverse plans per hypothesis.
+
+    For a hypothesis ``c`` the set holds its optimal plan and every other plan known
+    for the task that ``c`` permits (it uses only capabilities ``c`` has) and that costs
+    at most ``1 + cost_slack`` times the optimum: plans of partners who forgo some of
+    their capabilities, the commonest way a real partner departs from the optimal plan.
+    The known plans are those the shared evaluator has already computed for the task
+    (optimal under the relaxed vectors), so the set costs no further planner calls.
+    The set is thinned greedily, cheapest first, keeping a plan only when at least a
+    fraction ``diversity`` of its states differs from every plan kept before it (the
+    paper's trajectory set difference), and holds at most ``max_plans`` plans. The
+    hypothesis is at the distance of the closest plan in its set.
+    """
+
+    def __init__(self, planner: JointPlanner, max_plans: int = 50, diversity: float = 0.35,
+                 cost_slack: float = 0.25):
+        self.planner = planner
+        self.shared = SharedPlanEvaluator(planner)
+        self.max_plans = max_plans
+        self.diversity = diversity
+        self.cost_slack = cost_slack
+
+    def plan_sets(self, task: Task, samples: np.ndarray,
+                  progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
+        samples = np.asarray(samples, dtype=bool) | self.planner.model.inert_mask
+        optimal = self.shared.plans(task, samples, progress)
+        size = samples.shape[1]
+        known = sorted({p.sequential: p for _, p in self.planner.cached_plans(task)}.values(),
+                       key=lambda p: (p.cost, p.sequential))
+        used = [_used_mask(p, size) for p in known]
+        sets = []
+        for sample, best in zip(samples, optimal):
+            limit = best.cost * (1.0 + self.cost_slack) + 1e-9
+            chosen = [best]
+            for plan, mask in zip(known, used):
+                if len(chosen) >= self.max_plans or plan.cost > limit:
+                    break
+                if (mask & ~sample).any() or plan.sequential == best.sequential:
+                    continue
+                if min(_set_difference(plan, other) for other in chosen) >= self.diversity:
+                    chosen.append(plan)
+            sets.append(chosen)
+        return sets
+
+    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
+                  progress: ProgressCallback | None = None) -> np.ndarray:
+        sets = self.plan_sets(task, samples, progress)
+        return np.array([min_jaccard_distance([p.trajectory for p in plans], observed)
+                         for plans in sets])
+
+
+def _set_difference(plan: JointPlan, other: JointPlan) -> float:
+    """|S_a minus S_b| / |S_a| over visited states: how much of ``plan`` is new."""
+    states = set(plan.trajectory)
+    return len(states - set(other.trajectory)) / len(states)

@@ -27,16 +27,36 @@ class Correction:
 
 
 class SimulatedHuman:
-    """A partner that knows everyone's true capabilities and enforces its own plan."""
+    """A partner that knows everyone's true capabilities and enforces its own plan.
 
-    def __init__(self, planner: JointPlanner, capabilities: np.ndarray):
+    With ``forgo_probability`` > 0 it is not always optimal: at the start of a task it
+    may, with that probability, decline one capability its optimal plan would use (an
+    unmodelled preference) and follow the plan that is optimal without it. ``seed``
+    makes those choices reproducible.
+    """
+
+    def __init__(self, planner: JointPlanner, capabilities: np.ndarray,
+                 forgo_probability: float = 0.0, seed: int = 0):
+        if not 0.0 <= forgo_probability <= 1.0:
+            raise ValueError(f'forgo_probability must lie in [0, 1], got {forgo_probability}')
         self.planner = planner
         self.capabilities = planner.model.catalog.check_vector(capabilities)
+        self.forgo_probability = forgo_probability
+        self.rng = np.random.default_rng(seed)
         self.plan: JointPlan | None = None
+        self.forgone: str | None = None
         self.step_index = 0
 
     def begin_task(self, task: Task) -> JointPlan:
         self.plan = self.planner.plan(task, self.capabilities)
+        self.forgone = None
+        used = sorted(self.plan.human_capabilities_used)
+        if used and self.rng.random() < self.forgo_probability:
+            declined = int(self.rng.choice(used))
+            willing = self.capabilities.copy()
+            willing[declined] = False
+            self.plan = self.planner.plan(task, willing)
+            self.forgone = self.planner.model.catalog.names[declined]
         self.step_index = 0
         return self.plan
 
