@@ -157,6 +157,7 @@ def _core_demo(args) -> int:
 
 def cmd_experiment(args) -> int:
     from .core.experiment import METHODS, ExperimentSettings, plot_summaries, run_experiment
+    from .core.planner import JointPlanner
 
     methods = args.compare.split(',') if args.compare else [args.method]
     for method in methods:
@@ -170,14 +171,17 @@ def cmd_experiment(args) -> int:
         switch_partner=args.switch_partner, switch_after=args.switch_after,
         forgo_probability=args.forgo_probability)
     summaries = {}
-    for method in methods:
-        target = out_dir / method if len(methods) > 1 else out_dir
-        print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
-              f'{base.partner}, {base.estimator.samples} samples, {base.jobs} jobs -> {target}',
-              file=sys.stderr)
-        summary = run_experiment(replace(base, method=method), model, target, quiet=args.quiet)
-        summaries[method] = summary
-        print(f'[cecm] {method} done in {summary["wall_time_s"]:.1f} s', file=sys.stderr)
+    # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
+    with JointPlanner(model, workers=base.jobs) as planner:
+        for method in methods:
+            target = out_dir / method if len(methods) > 1 else out_dir
+            print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
+                  f'{base.partner}, {base.estimator.samples} samples, {base.jobs} jobs '
+                  f'-> {target}', file=sys.stderr)
+            summary = run_experiment(replace(base, method=method), model, target,
+                                     quiet=args.quiet, planner=planner)
+            summaries[method] = summary
+            print(f'[cecm] {method} done in {summary["wall_time_s"]:.1f} s', file=sys.stderr)
     title = f'{base.partner} ({base.runs} runs)'
     plots = plot_summaries(summaries, out_dir, title)
     if len(methods) > 1:

@@ -201,6 +201,7 @@ def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = Non
 
     own_planner = planner is None
     planner = planner or JointPlanner(model, workers=settings.jobs)
+    calls_before, hits_before = planner.calls, planner.cache_hits
     started = time.perf_counter()
     try:
         if settings.jobs > 1 and settings.runs > 1:
@@ -217,7 +218,8 @@ def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = Non
     wall = time.perf_counter() - started
     results = [r for batch in batches for r in batch]
     summary = summarise(settings, results, wall, model,
-                        {'planner_calls': planner.calls, 'planner_cache_hits': planner.cache_hits})
+                        {'planner_calls': planner.calls - calls_before,
+                         'planner_cache_hits': planner.cache_hits - hits_before})
     if out_dir is not None:
         write_outputs(Path(out_dir), summary, results)
     return summary
