@@ -235,3 +235,15 @@ def test_a_partner_that_forgoes_a_capability_is_seeded(model, planner, task, tru
     assert never.begin_task(task).sequential == optimal.sequential and never.forgone is None
     with pytest.raises(ValueError, match='forgo_probability'):
         SimulatedHuman(planner, truth, forgo_probability=2.0)
+
+
+def test_a_task_without_evidence_does_not_age_a_windowed_belief(model, planner, task,
+                                                                 observed):
+    estimator = cecm(model, planner, samples=60, window=1)
+    estimator.update(task, observed)
+    theta = estimator.belief.theta.copy()
+    assert len(estimator.belief.accepted) > 0
+    start = model.state_from_atoms(task.initial)
+    report = estimator.update(task, [start])
+    assert report.samples_accepted == 0
+    assert estimator.belief.theta == pytest.approx(theta)

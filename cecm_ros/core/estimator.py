@@ -82,7 +82,13 @@ class CapabilityBelief:
             self.observed = np.zeros(size, dtype=bool)
 
     def weights(self) -> np.ndarray:
-        age = (self.tasks_seen - 1) - self.accepted_task
+        """Each accepted sample's weight under the forgetting setting.
+
+        Age counts the tasks that contributed samples since the sample's own task, so a
+        task that accepts nothing leaves the belief exactly as it was.
+        """
+        contributing = np.unique(self.accepted_task)
+        age = len(contributing) - 1 - np.searchsorted(contributing, self.accepted_task)
         if self.settings.window is not None:
             return (age < self.settings.window).astype(float)
         if self.settings.decay is not None:
