@@ -1,5 +1,6 @@
 """The shared-task loop: a simulated human enforcing its plan on a robot teammate."""
 
+import numpy as np
 import pytest
 from core_fixtures import close_planner
 
@@ -105,3 +106,15 @@ def test_simulated_human_reviews_intents_against_its_plan(model, planners, task)
     correction = human.review_intent('(move robot kitchen attic)')
     assert (correction.step, correction.intended, correction.corrected) == (
         0, '(move robot kitchen attic)', expected)
+
+
+def test_robot_relaxes_an_estimate_that_contradicts_the_partner_in_hand():
+    """A pessimistic robot re-planning while the partner holds an item it 'cannot' place."""
+    model = TidyUpModel()
+    with JointPlanner(model) as planner:
+        task = TaskGenerator(model, 0).next_task()
+        truth = model.catalog.resolve('high_capability')
+        robot = RobotTeammate(planner, np.zeros(len(model.catalog), dtype=bool))
+        record = run_shared_task(model, task, robot, SimulatedHuman(planner, truth))
+        assert record.goal_reached
+        assert record.corrections > 0 and robot.relaxed_plans > 0

@@ -89,10 +89,12 @@ class RobotTeammate:
         self.plan: JointPlan | None = None
         self.step_index = 0
         self.replans = 0
+        self.relaxed_plans = 0   # plans made as if the partner were fully capable
 
     def begin_task(self, task: Task) -> JointPlan:
         self.task = task
-        self.plan = self.planner.plan(task, self.estimate)
+        self.plan, relaxed = self.planner.plan_under_estimate(task, self.estimate)
+        self.relaxed_plans = int(relaxed)
         self.step_index = 0
         self.replans = 0
         return self.plan
@@ -107,7 +109,10 @@ class RobotTeammate:
         if not corrected:
             self.step_index += 1
             return
-        self.plan = self.planner.plan_from(self.task, state, self.estimate)
+        here = Task(self.task.task_id, frozenset(self.planner.model.atoms_of(state)),
+                    self.task.goal)
+        self.plan, relaxed = self.planner.plan_under_estimate(here, self.estimate)
+        self.relaxed_plans += int(relaxed)
         self.step_index = 0
         self.replans += 1
 

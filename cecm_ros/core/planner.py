@@ -280,6 +280,19 @@ class JointPlanner:
         """The joint plan for ``task`` when the human has ``capabilities``."""
         return self.plan_many(task, [capabilities])[0]
 
+    def plan_under_estimate(self, task: Task, estimate: np.ndarray) -> tuple[JointPlan, bool]:
+        """The robot's plan under its estimate, and whether it had to relax the estimate.
+
+        Mid-task the partner may already hold an item that the estimate says it can
+        never put down (it evidently could pick it up): the goal is then unreachable
+        under the estimate. The robot then plans as if the partner were fully capable,
+        leaving the partner to finish what it started, rather than giving up.
+        """
+        try:
+            return self.plan(task, estimate), False
+        except UnsolvableTaskError:
+            return self.plan(task, self.model.catalog.all_capable()), True
+
     def plan_from(self, task: Task, state: int, capabilities: np.ndarray) -> JointPlan:
         """Re-plan the same goal from an intermediate state."""
         return self.plan(Task(task.task_id, frozenset(self.model.atoms_of(state)), task.goal),
