@@ -5,7 +5,7 @@
 # interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
 #
-#   make / make demo   run the TidyUP demo  (PARTNER=, TASKS=, SEED=, DEMO_ARGS=)
+#   make / make demo   run the TidyUP demo  (PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make test          ruff + pytest
 #   make lint          ruff only
 #   make build         venv + dependencies + colcon build of this package
@@ -25,7 +25,12 @@ PYTHON ?= python3.11
 
 PARTNER ?= low_capability
 TASKS ?= 5
-SEED ?= 0
+# Seed 7: a task sequence on which the learning shows clearly in five tasks; the
+# means over seeds are in docs/experiments.md.
+SEED ?= 7
+# CE-CM samples per task in the demo (the paper's N). A 5-task session takes about
+# 2 minutes on 2 idle cores at 500 and 1.5 at 100; fewer are allowed (the demo says so).
+DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 
@@ -120,8 +125,9 @@ help:
 	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
-	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
-	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) $(DEMO_ARGS)
+	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES) (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
+	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) \
+	  --samples $(DEMO_SAMPLES) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) lint
 	@echo "[cecm] running pytest (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"

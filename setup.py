@@ -22,6 +22,7 @@ NODES = [
     'executor',
     'household_sim',
     'simulated_human',
+    'lifecycle_manager',
 ]
 
 

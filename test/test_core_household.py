@@ -36,7 +36,7 @@ def test_default_household():
     assert [item.name for item in house.items if item.washable] == ['plate', 'bowl',
                                                                    'toothbrush']
     assert house.item('blanket').goal_rooms == ('bedroom', 'living_room', 'study')
-    assert house.task_settings.items_per_task == (2, 4)
+    assert house.task_settings.items_per_task == (4, 4)
     assert house.task_settings.dirty_probability == 0.5
 
 

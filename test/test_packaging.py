@@ -27,6 +27,7 @@ EXPECTED_NODES = {
     'executor',
     'household_sim',
     'simulated_human',
+    'lifecycle_manager',
 }
 
 
@@ -138,9 +139,9 @@ def test_interfaces_import_and_round_trip_serialization():
         TaskRequest,
         TeamState,
     )
-    from cecm_ros.srv import LoadBelief, PlanTask, SaveBelief
+    from cecm_ros.srv import LoadBelief, PlanTask, ResetWorld, SaveBelief, StartTasks
 
-    for srv in (PlanTask, SaveBelief, LoadBelief):
+    for srv in (PlanTask, SaveBelief, LoadBelief, ResetWorld, StartTasks):
         assert srv.Request() is not None and srv.Response() is not None
     for action in (EstimateCapabilities, ExecuteSkill, RunTask):
         assert action.Goal() is not None

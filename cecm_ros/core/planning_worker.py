@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -41,6 +42,9 @@ def receive(stream: BinaryIO):
 
 
 def main() -> int:
+    # The parent ends a worker by closing its stdin. A Ctrl-C in the terminal reaches
+    # the whole process group; the worker leaves it to the parent (no traceback here).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Keep the protocol on a private copy of stdout; anything printed goes to stderr.
     channel_out = os.fdopen(os.dup(1), 'wb')
     os.dup2(2, 1)

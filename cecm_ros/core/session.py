@@ -21,8 +21,14 @@ from .domain import Task, TidyUpModel
 from .errors import CecmError, ConfigError
 from .estimator import EstimatorSettings
 from .experiment import ExperimentSettings, TaskResult, summarise, task_metrics
+from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from .partners import TaskRecord
-from .planner import JointPlan
+from .planner import JointPlan, JointPlanner
+
+
+def evaluator_for(method: str, planner: JointPlanner):
+    """The hypothesis evaluator ``run_once`` gives ``method`` (CE-CM-Div: diverse sets)."""
+    return DiversePlanEvaluator(planner) if method == 'cecm_div' else SharedPlanEvaluator(planner)
 
 
 @dataclass(frozen=True)
@@ -53,12 +59,14 @@ def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarra
 
 def session_summary(model: TidyUpModel, partner: str, method: str, seed: int,
                     estimator: EstimatorSettings, results: Sequence[TaskResult],
-                    wall_s: float, extra: dict | None = None) -> dict:
+                    wall_s: float, extra: dict | None = None,
+                    forgo_probability: float = 0.0) -> dict:
     """The ``cecm experiment`` summary document of one run over ``results``."""
     if not results:
         raise ConfigError('a session summary needs at least one finished task')
     settings = ExperimentSettings(partner=partner, method=method, runs=1,
-                                  tasks=len(results), seed=seed, jobs=1, estimator=estimator)
+                                  tasks=len(results), seed=seed, jobs=1, estimator=estimator,
+                                  forgo_probability=forgo_probability)
     return summarise(settings, list(results), wall_s, model, extra)
 
 

@@ -1,0 +1,331 @@
+"""``cecm demo``: the TidyUP session run by the ROS 2 node graph.
+
+With ``ros2 launch`` available (a full ROS 2 install) the demo runs
+``launch/tidyup_sim.launch.py``; elsewhere (e.g. the PyPI wheels in .venv) it starts
+the same installed executables as separate processes with the same parameters file.
+Either way it streams the task manager's per-task lines, waits for the session to end
+(the task manager writes ``summary.json`` into ``--out``), stops the graph with SIGINT
+(SIGTERM after a grace period) and prints ``summary: PATH``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from ament_index_python.packages import (
+    PackageNotFoundError,
+    get_package_prefix,
+    get_package_share_directory,
+)
+
+from cecm_ros.core.capabilities import CapabilityCatalog
+
+PACKAGE = 'cecm_ros'
+NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+         'executor', 'task_manager')
+MANAGER = 'lifecycle_manager'
+PAPER_SAMPLES = 500
+GRACE_S = 15.0
+# "[INFO] [task_manager]: message", optionally behind ros2 launch's "[task_manager-6] ".
+LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
+OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
+
+
+class DemoError(Exception):
+    """The demo cannot go on; the message says why and where to look."""
+
+
+def _say(text: str) -> None:
+    print(f'[cecm] {text}', flush=True)
+
+
+def package_paths() -> tuple[Path, Path]:
+    """(folder of the node executables, installed parameters file)."""
+    try:
+        prefix = Path(get_package_prefix(PACKAGE))
+        share = Path(get_package_share_directory(PACKAGE))
+    except PackageNotFoundError as error:
+        raise DemoError(f'the {PACKAGE} package is not installed in this environment '
+                        f'(AMENT_PREFIX_PATH); run `make build` first ({error})') from None
+    executables = prefix / 'lib' / PACKAGE
+    missing = [n for n in (*NODES, MANAGER) if not (executables / n).is_file()]
+    if missing:
+        raise DemoError(f'node executables {missing} are missing from {executables}; '
+                        'run `make build`')
+    return executables, share / 'config' / 'tidyup_sim.yaml'
+
+
+def write_params(base: Path, args, out: Path) -> Path:
+    """The installed parameters file with this demo's settings, as out/params.yaml."""
+    params = yaml.safe_load(base.read_text())
+    spec = args.capabilities or args.partner
+    settings = {
+        'household_sim': {'partner': spec},
+        'simulated_human': {'partner': spec, 'seed': args.seed},
+        'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
+                         'exit_when_done': True,
+                         'summary_path': str((out / 'summary.json').resolve())},
+        'capability_estimator': {
+            'method': args.method, 'samples': args.samples, 'prior': args.prior,
+            'epsilon': args.epsilon, 'psi': args.psi, 'window': args.window or 0,
+            'decay': float(args.decay or 0.0), 'seed': args.seed,
+            **({'proposal': args.proposal} if getattr(args, 'proposal', None) else {})},
+    }
+    # The demo stops the lifecycle manager first and gives it time to take the nodes
+    # down in order (under ros2 launch every node gets SIGINT at once instead).
+    params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
+    files = {'household_file': args.household, 'capabilities_file': args.capabilities_file}
+    for node in NODES:
+        entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
+        entry.update(settings.get(node, {}))
+        for key, value in files.items():
+            if value:
+                entry[key] = str(Path(value).resolve())
+    path = out / 'params.yaml'
+    path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
+                    + yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def demo_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    if not env.get('ROS_DOMAIN_ID'):
+        env['ROS_DOMAIN_ID'] = str(20 + os.getpid() % 80)
+    env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = OUTPUT_FORMAT
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def time_budget(args) -> float:
+    """Generous upper bound on the session's wall time (measured: ~10-60 s per task)."""
+    return 120.0 + args.tasks * (90.0 + 0.5 * args.samples)
+
+
+class Graph:
+    """The node processes of one demo, each in its own session (Ctrl-C reaches only us)."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path):
+        self.env = env
+        self.log_dir = log_dir
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.logs = {}
+        self.lines: queue.Queue = queue.Queue()
+
+    def start(self, name: str, command: list[str], stream: bool = False) -> None:
+        log = open(self.log_dir / f'{name}.log', 'w')  # closed in stop()
+        self.logs[name] = log
+        process = subprocess.Popen(
+            command, env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stream else log, stderr=subprocess.STDOUT,
+            text=True, bufsize=1, start_new_session=True)
+        self.processes[name] = process
+        if stream:
+            threading.Thread(target=self._pump, args=(process, log), daemon=True).start()
+
+    def _pump(self, process: subprocess.Popen, log) -> None:
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            self.lines.put(line.rstrip('\n'))
+        self.lines.put(None)
+
+    def died(self, ignore: str) -> list[tuple[str, int]]:
+        return [(n, p.returncode) for n, p in self.processes.items()
+                if n != ignore and p.poll() is not None]
+
+    def interrupt(self, names, grace_s: float = GRACE_S) -> list[str]:
+        """SIGINT, then SIGTERM, then SIGKILL; returns the names that needed force."""
+        targets = [(n, self.processes[n]) for n in names if n in self.processes]
+        for _, process in targets:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        forced = []
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            deadline = time.monotonic() + grace_s
+            for name, process in targets:
+                try:
+                    process.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    forced.append(name)
+                    process.send_signal(sig)
+        for _, process in targets:
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        return sorted(set(forced))
+
+    def stop(self) -> list[str]:
+        """The lifecycle manager first (it takes the nodes down in order), then the rest."""
+        forced = self.interrupt([MANAGER], grace_s=30.0)
+        forced += self.interrupt([n for n in self.processes if n != MANAGER])
+        for log in self.logs.values():
+            log.close()
+        return forced
+
+    def errors(self) -> str:
+        """Every node's error lines (the cause of a failure is often in another log)."""
+        found = []
+        for path in sorted(self.log_dir.glob('*.log')):
+            for line in path.read_text(errors='replace').splitlines():
+                if '[ERROR]' in line or '[FATAL]' in line:
+                    found.append(f'    {line}')
+        return '\n'.join(found[-20:])
+
+    def tail(self, name: str, lines: int = 15) -> str:
+        path = self.log_dir / f'{name}.log'
+        text = path.read_text(errors='replace').splitlines() if path.is_file() else []
+        return '\n'.join('    ' + line for line in text[-lines:])
+
+
+def _show(line: str, quiet_names=()) -> None:
+    """Print the task manager's report lines, and every warning or error."""
+    match = LINE.search(line)
+    if not match:
+        return
+    name, severity, message = match['name'], match['severity'], match['message']
+    if name == 'task_manager' and severity == 'INFO':
+        if message.startswith('[task ') or message.startswith('session done'):
+            print(f'  {message}', flush=True)
+    elif severity in ('WARN', 'ERROR', 'FATAL') and name not in quiet_names:
+        print(f'  {severity} [{name}] {message}', flush=True)
+
+
+def _follow(graph: Graph, watched: str, budget_s: float) -> int:
+    """Stream the watched process's lines until it exits; returns its exit code."""
+    deadline = time.monotonic() + budget_s
+    process = graph.processes[watched]
+    ended = False
+    while not ended:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DemoError(f'the session did not finish within {budget_s:.0f} s; logs in '
+                            f'{graph.log_dir}')
+        try:
+            line = graph.lines.get(timeout=min(1.0, left))
+        except queue.Empty:
+            dead = graph.died(ignore=watched)
+            if dead:
+                name, code = dead[0]
+                raise DemoError(f'{name} exited early (code {code}); its log ends with:\n'
+                                f'{graph.tail(name)}\nerrors in the node logs:\n'
+                                f'{graph.errors()}') from None
+            continue
+        if line is None:
+            ended = True
+        else:
+            _show(line)
+    return process.wait()
+
+
+def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int:
+    log_dir = out / 'logs'
+    log_dir.mkdir(parents=True, exist_ok=True)
+    graph = Graph(env, log_dir)
+    _say(f'starting the node graph as {len(NODES) + 1} processes (ROS_DOMAIN_ID='
+         f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here); node logs in {log_dir}')
+    code = 1
+    try:
+        for node in NODES:
+            graph.start(node, [str(executables / node), '--ros-args', '--params-file',
+                               str(params)], stream=node == 'task_manager')
+        graph.start(MANAGER, [str(executables / MANAGER), '--ros-args', '--params-file',
+                              str(params)])
+        code = _follow(graph, 'task_manager', time_budget(args))
+    finally:
+        forced = graph.stop()
+        if forced:
+            _say(f'had to force {", ".join(forced)} to stop (see {log_dir})')
+    return code
+
+
+def _run_launch(args, env, params: Path, out: Path) -> int:
+    spec = args.capabilities or args.partner
+    command = ['ros2', 'launch', PACKAGE, 'tidyup_sim.launch.py', f'params_file:={params}',
+               f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
+               f'samples:={args.samples}', f'summary_path:={out / "summary.json"}',
+               'exit_when_done:=true']
+    log_dir = out / 'logs'
+    log_dir.mkdir(parents=True, exist_ok=True)
+    graph = Graph(env, log_dir)
+    _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
+    try:
+        graph.start('launch', command, stream=True)
+        return _follow(graph, 'launch', time_budget(args))
+    finally:
+        graph.stop()
+
+
+def _report(summary_path: Path) -> None:
+    summary = json.loads(summary_path.read_text())
+    rows = summary.get('per_task') or []
+    prior = summary.get('prior') or {}
+    if rows and prior:
+        last = rows[-1]
+        _say(f'belief Hamming distance to the true capabilities: {prior["hamming"]:.2f} '
+             f'(prior) -> {last["hamming"]["mean"]:.2f} after {len(rows)} tasks '
+             f'(non-inert capabilities: {prior["hamming_active"]:.2f} -> '
+             f'{last["hamming_active"]["mean"]:.2f})')
+
+
+def run_graph_demo(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / 'summary.json'
+    if summary.exists():
+        summary.unlink()
+    started = time.perf_counter()
+    try:
+        spec = args.capabilities or args.partner
+        CapabilityCatalog.from_yaml(args.capabilities_file or None).resolve(spec)  # fail early
+        executables, base_params = package_paths()
+        params = write_params(base_params, args, out)
+        env = demo_environment()
+        note = '' if args.samples >= PAPER_SAMPLES else \
+            f' (the paper uses {PAPER_SAMPLES}; fewer keep the demo short)'
+        _say(f'TidyUP session: partner {spec}, {args.tasks} tasks, seed {args.seed}, '
+             f'{args.method} with {args.samples} samples per task{note}')
+        if getattr(args, 'proposal', 'prior') == 'belief':
+            _say(f'estimator: sequential variant (samples from the current belief, window '
+                 f'{args.window}); `--proposal prior` runs the paper\'s pooled version')
+        use_launch = shutil.which('ros2') is not None and \
+            importlib.util.find_spec('launch_ros') is not None
+        if use_launch:
+            code = _run_launch(args, env, params, out)
+        else:
+            code = _run_processes(args, env, params, executables, out)
+    except DemoError as error:
+        _say(f'demo failed: {error}')
+        return 1
+    except KeyboardInterrupt:
+        _say('interrupted; the node graph was stopped')
+        return 130
+    wall = time.perf_counter() - started
+    if code != 0:
+        _say(f'the task manager ended with exit code {code}; see the logs in {out / "logs"}')
+        return 1
+    if not summary.is_file():
+        _say(f'the session ended without writing {summary}; see the logs in {out / "logs"}')
+        return 1
+    _report(summary)
+    _say(f'demo finished in {wall:.0f} s')
+    print(f'summary: {summary}', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit('run the demo with `cecm demo`')

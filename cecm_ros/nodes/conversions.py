@@ -1,0 +1,217 @@
+"""Messages <-> core values: the only place that knows both.
+
+Every ``*_from_msg`` function validates what it reads against the household model
+and raises :class:`MessageError` with a message that names the offending field and
+value; a node logs that message as a warning and keeps running. Propositions and
+actions travel as the core's canonical texts, e.g. ``(item-at plate kitchen)``;
+readers also accept the spellings :func:`cecm_ros.core.domain.split_atom` accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from cecm_ros.core.capabilities import CapabilityCatalog
+from cecm_ros.core.domain import NOOP, Task, TidyUpModel
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.estimator import CapabilityBelief
+from cecm_ros.core.planner import JointPlan, JointStep
+from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
+from cecm_ros.msg import JointPlan as JointPlanMsg
+from cecm_ros.msg import JointStep as JointStepMsg
+from cecm_ros.msg import TaskOutcome, TaskRequest, TeamState
+
+WAIT = 'wait'                        # the skill kind that executes "noop"
+NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
+
+
+class MessageError(CecmError, ValueError):
+    """A message that does not fit the model (unknown name, wrong length, wrong task)."""
+
+
+# ------------------------------------------------------------------------ actions
+def canonical_action(model: TidyUpModel, text: str, agent: str | None = None,
+                     what: str = 'action') -> str:
+    """The canonical text of a ground action of ``agent``, or ``noop``."""
+    if text.strip() in NOOP_SPELLINGS:
+        return NOOP
+    try:
+        action = model.action(text)
+    except CecmError as error:
+        raise MessageError(f'{what} {text!r}: {error}') from None
+    if agent is not None and action.agent != agent:
+        raise MessageError(f'{what} {text!r} is an action of the {action.agent}, '
+                           f'not of the {agent}')
+    return action.name
+
+
+def skill_kind(model: TidyUpModel, action: str) -> str:
+    """The skill server kind that executes ``action``: its schema, or ``wait``."""
+    action = canonical_action(model, action)
+    return WAIT if action == NOOP else model.action(action).schema
+
+
+# ------------------------------------------------------------------------- states
+def state_from_atoms(model: TidyUpModel, atoms: Iterable[str], what: str) -> int:
+    try:
+        return model.state_from_atoms(atoms)
+    except CecmError as error:
+        raise MessageError(f'{what}: {error}') from None
+
+
+def team_state_msg(model: TidyUpModel, task_id: str, step: int, state: int,
+                   robot_action: str = '', human_action: str = '', stamp=None) -> TeamState:
+    msg = TeamState(task_id=task_id, step=step, true_propositions=model.atoms_of(state),
+                    robot_action=robot_action, human_action=human_action)
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+def state_from_team_state(model: TidyUpModel, msg: TeamState) -> int:
+    return state_from_atoms(model, msg.true_propositions,
+                            f'TeamState of task {msg.task_id!r} step {msg.step}')
+
+
+def trajectory_from_msgs(model: TidyUpModel, states: Sequence[TeamState],
+                         task_id: str) -> list[int]:
+    """Bitmask states s_0..s_H; the messages must be that task's steps 0..H in order."""
+    if not states:
+        raise MessageError(f'task {task_id!r}: the trajectory is empty')
+    trajectory = []
+    for expected, msg in enumerate(states):
+        if msg.task_id != task_id:
+            raise MessageError(f'trajectory of task {task_id!r} holds a state of task '
+                               f'{msg.task_id!r}')
+        if msg.step != expected:
+            raise MessageError(f'trajectory of task {task_id!r}: state {expected} has step '
+                               f'{msg.step} (steps must run 0, 1, 2, ...)')
+        trajectory.append(state_from_team_state(model, msg))
+    return trajectory
+
+
+# -------------------------------------------------------------------------- tasks
+def task_msg(task: Task, partner_id: str = '') -> TaskRequest:
+    return TaskRequest(task_id=task.task_id, partner_id=partner_id,
+                       initial_propositions=sorted(task.initial),
+                       goal_propositions=sorted(task.goal))
+
+
+def task_from_msg(model: TidyUpModel, msg: TaskRequest) -> Task:
+    """A validated core task: known propositions, a consistent start, a goal."""
+    if not msg.task_id:
+        raise MessageError('TaskRequest has an empty task_id')
+    what = f'TaskRequest {msg.task_id!r}'
+    initial = model.atoms_of(state_from_atoms(model, msg.initial_propositions,
+                                              what + ' initial_propositions'))
+    goal = model.atoms_of(state_from_atoms(model, msg.goal_propositions,
+                                           what + ' goal_propositions'))
+    task = Task(msg.task_id, frozenset(initial), frozenset(goal))
+    try:
+        model.validate_task(task)
+    except CecmError as error:
+        raise MessageError(f'{what}: {error}') from None
+    return task
+
+
+def task_from_state(task: Task, model: TidyUpModel, state: int) -> Task:
+    """The same goal from another (intermediate) state."""
+    return Task(task.task_id, frozenset(model.atoms_of(state)), task.goal)
+
+
+# ---------------------------------------------------------------------- vectors
+def vector_from_msg(catalog: CapabilityCatalog, names: Sequence[str],
+                    values: Sequence, what: str) -> np.ndarray:
+    """A capability vector sent as parallel name/value lists, in catalogue order."""
+    names, values = list(names), list(values)
+    if len(names) != len(values):
+        raise MessageError(f'{what}: {len(names)} capability names but {len(values)} values')
+    if names != list(catalog.names):
+        unknown = [n for n in names if n not in catalog.names]
+        detail = (f'unknown capabilities {unknown}' if unknown else
+                  f'{len(names)} names in another order than the {len(catalog)} of the '
+                  'catalogue')
+        raise MessageError(f'{what}: capability names do not match the catalogue ({detail})')
+    return np.asarray(values, dtype=bool)
+
+
+def vector_text(vector: np.ndarray) -> str:
+    return ''.join('1' if bit else '0' for bit in vector)
+
+
+# ------------------------------------------------------------------------- plans
+def plan_msg(plan: JointPlan, catalog: CapabilityCatalog, vector: np.ndarray,
+             planned_for: str, stamp=None) -> JointPlanMsg:
+    msg = JointPlanMsg(
+        task_id=plan.task_id,
+        steps=[JointStepMsg(robot_action=s.robot, human_action=s.human) for s in plan.steps],
+        total_cost=float(plan.cost), robot_cost=float(plan.robot_cost),
+        human_cost=float(plan.human_cost), capability_names=list(catalog.names),
+        capability_estimate=[bool(b) for b in vector], planned_for=planned_for,
+        planning_time_s=float(plan.planning_time_s))
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg) -> JointPlan:
+    """The plan's joint steps as a core plan (costs copied; no state trajectory)."""
+    steps = []
+    for index, step in enumerate(msg.steps):
+        what = f'JointPlan of task {msg.task_id!r} step {index}'
+        steps.append(JointStep(
+            canonical_action(model, step.robot_action, 'robot', what + ' robot_action'),
+            canonical_action(model, step.human_action, 'human', what + ' human_action')))
+    return JointPlan(msg.task_id, tuple(steps), msg.total_cost, msg.robot_cost,
+                     msg.human_cost, trajectory=(), human_capabilities_used=frozenset(),
+                     planning_time_s=msg.planning_time_s)
+
+
+# ------------------------------------------------------------------------ beliefs
+def belief_msg(model: TidyUpModel, belief: CapabilityBelief, partner_id: str,
+               last_update_accepted_any: bool, stamp=None) -> CapabilityBeliefMsg:
+    msg = CapabilityBeliefMsg(
+        partner_id=partner_id, method=belief.method,
+        capability_names=list(belief.capability_names),
+        theta=[float(x) for x in belief.theta], estimate=[bool(b) for b in belief.estimate],
+        inert_capabilities=list(model.inert_capabilities),
+        accepted_samples=int(belief.accepted_count), tasks_seen=int(belief.tasks_seen),
+        last_update_accepted_any=bool(last_update_accepted_any))
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+def estimate_from_belief_msg(catalog: CapabilityCatalog, msg: CapabilityBeliefMsg
+                             ) -> np.ndarray:
+    what = f'CapabilityBelief of partner {msg.partner_id!r}'
+    estimate = vector_from_msg(catalog, msg.capability_names, msg.estimate, what)
+    if len(msg.theta) != len(catalog):
+        raise MessageError(f'{what}: theta has {len(msg.theta)} entries, expected '
+                           f'{len(catalog)}')
+    return estimate
+
+
+# ----------------------------------------------------------------------- outcomes
+def outcome_msg(task: Task, partner_id: str, trajectory: Sequence[TeamState],
+                robot_decisions: int, corrections: int, goal_reached: bool) -> TaskOutcome:
+    return TaskOutcome(task_id=task.task_id, partner_id=partner_id,
+                       goal_propositions=sorted(task.goal), trajectory=list(trajectory),
+                       robot_actions=robot_decisions, corrections=corrections,
+                       goal_reached=goal_reached)
+
+
+def outcome_from_msg(model: TidyUpModel, msg: TaskOutcome) -> tuple[Task, list[int]]:
+    """The observed task (start = first state) and its trajectory of bitmask states."""
+    if not msg.task_id:
+        raise MessageError('TaskOutcome has an empty task_id')
+    what = f'TaskOutcome {msg.task_id!r}'
+    goal = state_from_atoms(model, msg.goal_propositions, what + ' goal_propositions')
+    if not goal:
+        raise MessageError(f'{what}: goal_propositions is empty')
+    trajectory = trajectory_from_msgs(model, msg.trajectory, msg.task_id)
+    task = Task(msg.task_id, frozenset(model.atoms_of(trajectory[0])),
+                frozenset(model.atoms_of(goal)))
+    return task, trajectory

@@ -1,0 +1,361 @@
+"""executor: runs one task for the robot, step by step, with the partner's corrections.
+
+RunTask action server ``executor/run_task``. For a task it asks the joint planner
+(``plan_task``, under the current belief) for a joint plan and publishes it on
+``robot/joint_plan``. Then, per joint step t, it announces its intended action on
+``robot/intent``, waits up to ``correction_window_s`` for a Correction of step t on
+``robot/correction`` (a confirmation ends the wait at once; silence is consent),
+executes the corrected or intended action through the robot's ExecuteSkill server of
+that kind, waits for the resulting ``team_state`` and publishes a StepResult. After a
+correction it re-plans from the observed state. It stops when the goal holds in the
+team state (success) or after ``max_steps`` (abort).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+
+from cecm_ros.action import ExecuteSkill, RunTask
+from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.planner import JointPlan as CorePlan
+from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TeamState
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import (
+    QOS_EVENTS,
+    QOS_LATCHED,
+    QOS_TEAM_STATE,
+    CecmNode,
+    SafeActionClient,
+    StopRequestedError,
+    destroy_all,
+    finish_goal,
+    run_node,
+)
+from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
+from cecm_ros.srv import PlanTask
+
+TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
+
+
+class TaskAbortedError(Exception):
+    """The task cannot go on; the message says why."""
+
+
+class Executor(CecmNode):
+    def __init__(self, **kwargs):
+        super().__init__('executor', **kwargs)
+        self.declare_model_parameters()
+        self.declare('correction_window_s', 2.0,
+                     'How long to wait for a Correction after announcing an intent; a '
+                     'confirmation ends the wait early, silence means consent')
+        self.declare('max_steps', 100, 'Joint steps after which a task is aborted')
+        for kind in DEFAULT_SKILLS:
+            self.declare(f'skills.{kind}', f'robot/skills/{kind}',
+                         f'ExecuteSkill action server that executes robot {kind!r} actions')
+        self.declare('plan_service', 'plan_task', 'PlanTask service of the joint planner')
+        self.declare('server_wait_s', 15.0,
+                     'How long to wait for the planner service and skill servers to appear')
+        self.declare('plan_timeout_s', 120.0, 'How long to wait for a plan')
+        self.declare('skill_timeout_s', 120.0, 'How long to wait for one skill to finish')
+        self.declare('state_timeout_s', 10.0,
+                     'How long to wait for the team_state of a step (and of step 0)')
+        self._entities = []
+        self.goal_handle: ServerGoalHandle | None = None
+        self.states: dict[str, dict[int, TeamState]] = {}
+        self.task_id = ''
+        self.awaiting_step: int | None = None   # step whose correction window is open
+        self.correction: Correction | None = None
+        self.intent = NOOP
+        self.cancel_requested = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        self.model = self.load_model()
+        self.window = self.param('correction_window_s')
+        self.max_steps = self.param('max_steps')
+        self.server_wait = self.param('server_wait_s')
+        self.skill_names = {kind: self.param(f'skills.{kind}') for kind in DEFAULT_SKILLS}
+        self.skill_clients = {kind: SafeActionClient(self, ExecuteSkill, name,
+                                                 callback_group=self.group)
+                              for kind, name in self.skill_names.items()}
+        self.plan_client = self.create_client(PlanTask, self.param('plan_service'),
+                                              callback_group=self.group)
+        self.intent_pub = self.create_lifecycle_publisher(RobotIntent, 'robot/intent',
+                                                          QOS_EVENTS)
+        self.step_pub = self.create_lifecycle_publisher(StepResult, 'robot/step_result',
+                                                        QOS_EVENTS)
+        self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'robot/joint_plan',
+                                                        QOS_LATCHED)
+        self._entities = [
+            self.plan_client, *self.skill_clients.values(), self.intent_pub, self.step_pub,
+            self.plan_pub,
+            self.create_subscription(TeamState, 'team_state',
+                                     self.guarded(self._on_team_state, 'team_state'),
+                                     QOS_TEAM_STATE, callback_group=self.group),
+            self.create_subscription(Correction, 'robot/correction',
+                                     self.guarded(self._on_correction, 'robot/correction'),
+                                     QOS_EVENTS, callback_group=self.group),
+            ActionServer(self, RunTask, '~/run_task', execute_callback=self._execute,
+                         goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+                         callback_group=self.group),
+        ]
+        self.get_logger().info(f'correction window {self.window:g} s, at most '
+                               f'{self.max_steps} steps per task')
+
+    def teardown(self) -> None:
+        destroy_all(self, self._entities)
+        self._entities = []
+
+    # ------------------------------------------------------------------- topics
+    def _on_team_state(self, msg: TeamState) -> None:
+        with self.locked():
+            if msg.step == 0:   # a (re)started task: forget older states of that id
+                self.states.pop(msg.task_id, None)
+            if msg.task_id not in self.states:
+                self.states[msg.task_id] = {}
+                while len(self.states) > TASKS_REMEMBERED:
+                    self.states.pop(next(iter(self.states)))
+            self.states[msg.task_id][msg.step] = msg
+        self.notify()
+
+    def _on_correction(self, msg: Correction) -> None:
+        """Accept a correction (from anyone) for the step whose window is open."""
+        with self.locked():
+            task_id, step = self.task_id, self.awaiting_step
+            problem = ''
+            if not task_id:
+                problem = 'no task is running'
+            elif msg.task_id != task_id:
+                problem = f'it is for task {msg.task_id!r}, the robot runs {task_id!r}'
+            elif step is None or msg.step != step:
+                problem = (f'it is for step {msg.step}, but the open correction window is '
+                           f'for step {step}' if step is not None else
+                           f'it is for step {msg.step}, but no correction window is open')
+            else:
+                try:
+                    corrected = conv.canonical_action(self.model, msg.corrected_action, ROBOT,
+                                                      'corrected_action')
+                    intended = (conv.canonical_action(self.model, msg.intended_action,
+                                                      ROBOT, 'intended_action')
+                                if msg.intended_action else '')
+                except conv.MessageError as error:
+                    problem = str(error)
+                else:
+                    if intended and intended != self.intent:
+                        problem = (f'it corrects {intended}, but the robot announced '
+                                   f'{self.intent}')
+                    elif self.correction is not None:
+                        problem = (f'step {step} already has an answer from '
+                                   f'{self.correction.sender or "someone"}')
+                    else:
+                        self.correction = Correction(
+                            header=msg.header, task_id=msg.task_id, step=msg.step,
+                            intended_action=self.intent, corrected_action=corrected,
+                            sender=msg.sender)
+        if problem:
+            self.get_logger().warning(
+                f'ignoring correction from {msg.sender or "an unnamed sender"} '
+                f'({msg.intended_action!r} -> {msg.corrected_action!r}): {problem}')
+        else:
+            self.notify()
+
+    # ------------------------------------------------------------------ actions
+    def _on_goal(self, goal) -> GoalResponse:
+        if not self.active:
+            self.get_logger().warning('RunTask goal rejected: executor is not active')
+            return GoalResponse.REJECT
+        if self.goal_handle is not None:
+            self.get_logger().warning(f'RunTask goal rejected: task {self.task_id} is running')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        with self.locked():
+            self.cancel_requested = True
+        self.notify()
+        return CancelResponse.ACCEPT
+
+    def _execute(self, goal_handle: ServerGoalHandle) -> RunTask.Result:
+        request = goal_handle.request.task
+        with self.locked():
+            self.goal_handle = goal_handle
+            self.task_id = request.task_id
+            self.cancel_requested = False
+        result = RunTask.Result()
+        try:
+            task = conv.task_from_msg(self.model, request)
+            self.get_logger().info(f'task {task.task_id}: started')
+            result = self._run(goal_handle, task, request.partner_id)
+            finish_goal(goal_handle.succeed if result.success else goal_handle.abort)
+        except (conv.MessageError, TaskAbortedError) as error:
+            result.message = str(error)
+            self.get_logger().error(f'task {request.task_id!r} aborted: {error}')
+            finish_goal(goal_handle.abort)
+        except _CanceledError:
+            result.message = 'canceled'
+            self.get_logger().info(f'task {request.task_id}: canceled')
+            finish_goal(goal_handle.canceled)
+        except StopRequestedError as stopped:
+            result.message = f'task stopped: {stopped}'
+            self.get_logger().warning(f'task {request.task_id!r}: {result.message}')
+            finish_goal(goal_handle.abort)
+        except Exception as error:  # noqa: BLE001 - abort with the reason, keep running
+            result.message = f'internal error: {error}'
+            self.get_logger().error(f'task {request.task_id!r}: {result.message}')
+            finish_goal(goal_handle.abort)
+        finally:
+            with self.locked():
+                self.goal_handle = None
+                self.task_id = ''
+                self.awaiting_step = None
+                self.correction = None
+        return result
+
+    # ---------------------------------------------------------------- the task
+    def _run(self, goal_handle, task, partner_id: str) -> RunTask.Result:
+        model = self.model
+        goal_state = model.state_from_atoms(task.goal)
+        first = self._wait_state(task.task_id, 0)
+        state = conv.state_from_team_state(model, first)
+        plan = self._plan(task, state, partner_id)
+        # An intent nobody hears is consent: give a partner's subscription a moment to
+        # match first (a robot working without a partner just goes ahead).
+        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() > 0,
+                               self.window):
+            self.get_logger().warning(f'task {task.task_id}: nobody listens on robot/intent; '
+                                      'going ahead without corrections')
+        index = corrections = decisions = 0
+        step = 0
+        trajectory = [first]
+        while state & goal_state != goal_state:
+            if step >= self.max_steps:
+                outcome = conv.outcome_msg(task, partner_id, trajectory, decisions,
+                                           corrections, False)
+                message = f'goal not reached after {self.max_steps} steps'
+                self.get_logger().error(f'task {task.task_id}: {message}')
+                return RunTask.Result(outcome=outcome, success=False, message=message)
+            self._check_cancel()
+            intended = plan.steps[index].robot if index < len(plan.steps) else NOOP
+            correction = self._announce(task.task_id, step, intended)
+            corrected = correction is not None and correction.corrected_action != intended
+            executed = correction.corrected_action if corrected else intended
+            decisions += intended != NOOP or executed != NOOP
+            corrections += corrected
+            if corrected:
+                self.get_logger().info(
+                    f'step {step}: corrected by {correction.sender or "someone"}: '
+                    f'{intended} -> {executed}')
+            skill = self._execute_skill(task.task_id, step, executed)
+            after = self._wait_state(task.task_id, step + 1)
+            trajectory.append(after)
+            state = conv.state_from_team_state(model, after)
+            self.step_pub.publish(StepResult(
+                header=_header(self.stamp()), task_id=task.task_id, step=step,
+                action=executed, corrected=corrected, state_changed=skill.state_changed,
+                message=skill.message))
+            goal_handle.publish_feedback(RunTask.Feedback(step=step + 1,
+                                                          corrections=corrections))
+            step += 1
+            if corrected and state & goal_state != goal_state:
+                plan = self._plan(task, state, partner_id)
+                index = 0
+            else:
+                index += 1
+        outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True)
+        message = (f'goal reached in {step} steps, {corrections} corrections in '
+                   f'{decisions} robot decisions')
+        self.get_logger().info(f'task {task.task_id}: {message}')
+        return RunTask.Result(outcome=outcome, success=True, message=message)
+
+    def _plan(self, task, state: int, partner_id: str) -> CorePlan:
+        request = PlanTask.Request(
+            task=conv.task_msg(conv.task_from_state(task, self.model, state), partner_id),
+            use_belief=True)
+        try:
+            response = self.call_service(self.plan_client, request,
+                                         f'task {task.task_id}: planning', self.server_wait,
+                                         self.param('plan_timeout_s'))
+        except RuntimeError as error:
+            raise TaskAbortedError(str(error)) from None
+        if not response.success:
+            raise TaskAbortedError(f'the joint planner found no plan: {response.message}')
+        plan = conv.plan_from_msg(self.model, response.plan)
+        self.plan_pub.publish(response.plan)
+        self.get_logger().info(
+            f'task {task.task_id}: plan of {len(plan.steps)} joint steps under the belief '
+            f'(robot {len(plan.actions_of("robot"))} actions, human '
+            f'{len(plan.actions_of("human"))})')
+        return plan
+
+    def _announce(self, task_id: str, step: int, intended: str) -> Correction | None:
+        """Publish the intent and wait for the partner's answer within the window."""
+        with self.locked():
+            self.awaiting_step = step
+            self.intent = intended
+            self.correction = None
+        self.intent_pub.publish(RobotIntent(header=_header(self.stamp()), task_id=task_id,
+                                            step=step, action=intended))
+        try:
+            self.wait_until(lambda: self.correction is not None or self.cancel_requested,
+                            self.window)
+        finally:
+            with self.locked():
+                correction, self.correction = self.correction, None
+                self.awaiting_step = None
+        self._check_cancel()
+        return correction
+
+    def _execute_skill(self, task_id: str, step: int, action: str):
+        kind = conv.skill_kind(self.model, action)
+        name = self.skill_names.get(kind)
+        if name is None:
+            raise TaskAbortedError(f'step {step}: no robot skill server for {kind!r} ({action})')
+        goal = ExecuteSkill.Goal(task_id=task_id, step=step, action=action)
+        try:
+            status, result = self.send_action_goal(
+                self.skill_clients[kind], name, goal, f'step {step}: {action}',
+                self.server_wait, self.param('skill_timeout_s'))
+        except RuntimeError as error:
+            raise TaskAbortedError(str(error)) from None
+        if not result.success:
+            raise TaskAbortedError(f'step {step}: skill {name} failed on {action}: '
+                              f'{result.message or f"status {status}"}')
+        return result
+
+    def _wait_state(self, task_id: str, step: int) -> TeamState:
+        def arrived() -> bool:
+            return step in self.states.get(task_id, {}) or self.cancel_requested
+
+        if not self.wait_until(arrived, self.param('state_timeout_s')):
+            where = ('is the world reset for this task?' if step == 0
+                     else 'the world applied no joint step')
+            raise TaskAbortedError(f'no team_state for task {task_id} step {step} within '
+                              f'{self.param("state_timeout_s"):g} s ({where})')
+        self._check_cancel()
+        with self.locked():
+            return self.states[task_id][step]
+
+    def _check_cancel(self) -> None:
+        if self.cancel_requested:
+            raise _CanceledError()
+
+
+class _CanceledError(Exception):
+    pass
+
+
+def _header(stamp):
+    header = RobotIntent().header
+    header.stamp = stamp
+    return header
+
+
+def main(args=None) -> int:
+    return run_node(Executor, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""joint_planner: capability-conditioned joint planning as a service.
+
+Service ``plan_task`` (PlanTask): plans the task with the core
+:class:`~cecm_ros.core.planner.JointPlanner` under an explicit capability spec when
+the request gives one, else under the latest ``capability_belief`` estimate
+(use_belief) or for a fully capable partner. Every plan it returns is also published
+on ``joint_plan``. A bad request, an unsolvable task or a planner timeout gives
+success=false with the reason; the node keeps serving.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.msg import CapabilityBelief, JointPlan
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import QOS_LATCHED, CecmNode, destroy_all, run_node
+from cecm_ros.srv import PlanTask
+
+
+class JointPlannerNode(CecmNode):
+    def __init__(self, **kwargs):
+        super().__init__('joint_planner', **kwargs)
+        self.declare_model_parameters()
+        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
+        self.declare('planner_workers', 1, 'Planner worker processes (parallel requests)')
+        self._entities = []
+        self.planner: JointPlanner | None = None
+        self.estimate = None
+        self.belief_source = ''
+
+    def configure(self) -> None:
+        self.model = self.load_model()
+        self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
+                                    workers=self.param('planner_workers'))
+        self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'joint_plan', QOS_LATCHED)
+        self._entities = [
+            self.plan_pub,
+            self.create_subscription(CapabilityBelief, 'capability_belief',
+                                     self.guarded(self._on_belief, 'capability_belief'),
+                                     QOS_LATCHED, callback_group=self.group),
+            self.create_service(PlanTask, 'plan_task',
+                                self.guarded_service(self._on_plan, 'plan_task'),
+                                callback_group=self.group),
+        ]
+        self.get_logger().info(
+            f'household {self.model.household.name!r}, {len(self.model.catalog)} '
+            f'capabilities, timeout {self.param("planner_timeout_s"):g} s, '
+            f'{self.param("planner_workers")} planner worker(s)')
+
+    def teardown(self) -> None:
+        destroy_all(self, self._entities)
+        self._entities = []
+        self.close_planner(self.planner)
+        self.planner = None
+
+    def _on_belief(self, msg: CapabilityBelief) -> None:
+        try:
+            estimate = conv.estimate_from_belief_msg(self.model.catalog, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring belief: {error}')
+            return
+        self.estimate = estimate
+        self.belief_source = f'{msg.method} belief of {msg.partner_id!r} after ' \
+                             f'{msg.tasks_seen} tasks'
+        self.get_logger().info(f'planning under the {self.belief_source}: lacks '
+                               f'{self.model.catalog.format_vector(estimate)}')
+
+    def _on_plan(self, request: PlanTask.Request, response: PlanTask.Response):
+        catalog = self.model.catalog
+        task_id = request.task.task_id
+        if not self.active:
+            response.success, response.message = False, 'joint_planner is not active'
+            return response
+        try:
+            task = conv.task_from_msg(self.model, request.task)
+            if request.capabilities.strip():
+                vector = catalog.resolve(request.capabilities.strip())
+                planned_for = 'explicit'
+            elif request.use_belief and self.estimate is not None:
+                vector, planned_for = self.estimate, 'belief'
+            else:
+                if request.use_belief:
+                    self.get_logger().warning(
+                        f'task {task_id}: no capability_belief received yet; planning for '
+                        'a fully capable partner')
+                vector, planned_for = catalog.all_capable(), 'full'
+            if planned_for == 'belief':
+                # The same fallback as the core's robot: when the estimate makes the goal
+                # unreachable (the partner holds an item it "cannot" place), plan as if
+                # the partner were fully capable.
+                plan, relaxed = self.planner.plan_under_estimate(task, vector)
+                if relaxed:
+                    self.get_logger().warning(
+                        f'task {task_id}: unreachable under the belief from this state; '
+                        'planned for a fully capable partner instead')
+                    vector, planned_for = catalog.all_capable(), 'full'
+            else:
+                plan = self.planner.plan(task, vector)
+        except CecmError as error:
+            self.get_logger().warning(f'plan_task {task_id!r} failed: {error}')
+            response.success, response.message = False, str(error)
+            return response
+        response.plan = conv.plan_msg(plan, catalog, vector, planned_for, self.stamp())
+        response.success = True
+        response.message = (f'{len(plan.steps)} joint steps, cost {plan.cost:g}, planned for '
+                            f'{planned_for} ({catalog.format_vector(vector)})')
+        self.plan_pub.publish(response.plan)
+        self.get_logger().info(f'plan_task {task_id}: {response.message} in '
+                               f'{plan.planning_time_s:.2f} s')
+        return response
+
+
+def main(args=None) -> int:
+    return run_node(JointPlannerNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""simulated_human: a partner that knows its TRUE capabilities and enforces its plan.
+
+Wraps the core :class:`~cecm_ros.core.partners.SimulatedHuman`. On a TaskRequest it
+plans the joint plan under its true capabilities (parameter ``partner``) and
+publishes it on ``human/joint_plan``. For every RobotIntent of the current task it
+answers on ``robot/correction``: a confirmation (corrected_action == intended_action)
+when the intent matches its plan, otherwise the action the robot must take ("noop" =
+wait). Then it sends its own action for that step to ``human/skills/<kind>``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+
+import numpy as np
+from rcl_interfaces.msg import ParameterType
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+from cecm_ros.action import ExecuteSkill
+from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.partners import SimulatedHuman as CoreHuman
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import (
+    QOS_EVENTS,
+    QOS_LATCHED,
+    CecmNode,
+    SafeActionClient,
+    destroy_all,
+    run_node,
+)
+from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
+
+EARLY_INTENTS_KEPT = 20
+
+
+class SimulatedHumanNode(CecmNode):
+    def __init__(self, **kwargs):
+        super().__init__('simulated_human', **kwargs)
+        self.declare_model_parameters()
+        self.declare('partner', 'low_capability',
+                     'TRUE capabilities of this partner: a partner type name or a vector '
+                     'spec name=0,name=1,...')
+        self.declare('human_skill_namespace', 'human/skills',
+                     'Namespace of the human skill action servers (<namespace>/<kind>)')
+        self.declare('skills', list(DEFAULT_SKILLS),
+                     'Skill kinds the human can be asked to execute',
+                     ParameterType.PARAMETER_STRING_ARRAY)
+        self.declare('forgo_probability', 0.0,
+                     'Chance per task that the partner declines one capability its optimal '
+                     'plan would use (a not quite optimal partner)')
+        self.declare('seed', 0, 'Seed of the forgo choices (one draw per task)')
+        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
+        self.declare('planner_workers', 1, 'Planner worker processes')
+        self._entities = []
+        self.planner: JointPlanner | None = None
+        self.human: CoreHuman | None = None
+        self.task = None
+        self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
+
+    def configure(self) -> None:
+        self.model = self.load_model()
+        spec = self.param('partner')
+        self.truth = self.model.catalog.resolve(spec)
+        self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
+                                    workers=self.param('planner_workers'))
+        self.forgo = self.param('forgo_probability')
+        # As in `cecm experiment`: one partner per task, seeded from (seed, 7).
+        self.partner_rng = np.random.default_rng([self.param('seed'), 7])
+        self.human = CoreHuman(self.planner, self.truth, self.forgo)
+        self.task = None
+        # Tasks and intents are handled one at a time, in arrival order.
+        serial = MutuallyExclusiveCallbackGroup()
+        namespace = self.param('human_skill_namespace').rstrip('/')
+        self.skill_clients = {
+            kind: SafeActionClient(self, ExecuteSkill, f'{namespace}/{kind}',
+                               callback_group=self.group)
+            for kind in self.param('skills')}
+        self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'human/joint_plan',
+                                                        QOS_LATCHED)
+        self.correction_pub = self.create_lifecycle_publisher(Correction, 'robot/correction',
+                                                              QOS_EVENTS)
+        self._entities = [
+            self.plan_pub, self.correction_pub, *self.skill_clients.values(),
+            self.create_subscription(TaskRequest, 'task/request',
+                                     self.guarded(self._on_task, 'task/request'),
+                                     QOS_LATCHED, callback_group=serial),
+            self.create_subscription(RobotIntent, 'robot/intent',
+                                     self.guarded(self._on_intent, 'robot/intent'),
+                                     QOS_EVENTS, callback_group=serial),
+        ]
+        self.get_logger().info(f'partner {spec!r}: lacks '
+                               f'{self.model.catalog.format_vector(self.truth)}')
+
+    def teardown(self) -> None:
+        destroy_all(self, self._entities)
+        self._entities = []
+        self.close_planner(self.planner)
+        self.planner = None
+
+    # ------------------------------------------------------------------- tasks
+    def _on_task(self, msg: TaskRequest) -> None:
+        if not self.active:
+            return
+        if self.task is not None and msg.task_id == self.task.task_id:
+            return  # the latched request again
+        try:
+            task = conv.task_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring task request: {error}')
+            return
+        self.task = task
+        self.human = CoreHuman(self.planner, self.truth, self.forgo,
+                               seed=int(self.partner_rng.integers(2**32)))
+        try:
+            plan = self.human.begin_task(task)
+        except CecmError as error:
+            self.human.plan = None
+            self.get_logger().error(f'task {task.task_id}: cannot plan ({error}); the '
+                                    'partner will only wait and confirm')
+        else:
+            self.plan_pub.publish(conv.plan_msg(plan, self.model.catalog, self.truth,
+                                                'truth', self.stamp()))
+            forgone = f'; forgoes {self.human.forgone}' if self.human.forgone else ''
+            self.get_logger().info(
+                f'task {task.task_id}: planned {len(plan.steps)} joint steps '
+                f'(cost {plan.cost:g}, {len(plan.actions_of("human"))} human actions{forgone})')
+        for key in [k for k in self.early if k[0] == task.task_id]:
+            self._on_intent(self.early.pop(key))
+
+    # ------------------------------------------------------------------ intents
+    def _on_intent(self, msg: RobotIntent) -> None:
+        if not self.active:
+            return
+        if self.task is None or msg.task_id != self.task.task_id:
+            # The intent may have overtaken its task request: hold it briefly.
+            self.early[(msg.task_id, msg.step)] = msg
+            while len(self.early) > EARLY_INTENTS_KEPT:
+                self.early.popitem(last=False)
+            self.get_logger().info(
+                f'intent for task {msg.task_id!r} step {msg.step} arrived before that '
+                f'task (current: {self.task.task_id if self.task else "none"}); held')
+            return
+        step = self.human.step_index
+        if msg.step != step:
+            self.get_logger().warning(
+                f'ignoring intent for step {msg.step} of task {msg.task_id}: the partner '
+                f'is at step {step}')
+            return
+        try:
+            intended = conv.canonical_action(self.model, msg.action, ROBOT, 'intended action')
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring intent for step {step} of task '
+                                      f'{msg.task_id}: {error}')
+            return
+        if self.human.plan is None:   # no plan of its own: agree and wait
+            correction = None
+        else:
+            correction = self.human.review_intent(intended)
+        corrected = correction.corrected if correction else intended
+        self.correction_pub.publish(Correction(
+            header=self._header(), task_id=msg.task_id, step=step, intended_action=intended,
+            corrected_action=corrected, sender=self.get_name()))
+        if correction:
+            self.get_logger().info(f'step {step}: corrected the robot: {intended} -> '
+                                   f'{corrected}')
+        own = self.human.current_step.human
+        self.human.advance()
+        self._act(msg.task_id, step, own)
+
+    def _act(self, task_id: str, step: int, action: str) -> None:
+        kind = conv.skill_kind(self.model, action)
+        client = self.skill_clients.get(kind)
+        if client is None:
+            self.get_logger().error(f'step {step}: no human skill server for {kind!r} '
+                                    f'(action {action})')
+            return
+        if not client.server_is_ready():
+            self.get_logger().warning(f'step {step}: human skill {kind!r} not discovered '
+                                      'yet; sending anyway')
+        future = client.send_goal_async(ExecuteSkill.Goal(task_id=task_id, step=step,
+                                                          action=action))
+        future.add_done_callback(lambda f: self._on_goal_response(f, step, action))
+
+    def _on_goal_response(self, future, step: int, action: str) -> None:
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            self.get_logger().error(f'step {step}: the world rejected {action}')
+            return
+        handle.get_result_async().add_done_callback(
+            lambda f: self._on_result(f, step, action))
+
+    def _on_result(self, future, step: int, action: str) -> None:
+        response = future.result()
+        if response is None:
+            return
+        result = response.result
+        if not result.success:
+            self.get_logger().warning(f'step {step}: {action} failed: {result.message}')
+        elif action != NOOP and not result.state_changed:
+            self.get_logger().info(f'step {step}: {action} self-looped: {result.message}')
+
+    def _header(self):
+        header = Correction().header
+        header.stamp = self.stamp()
+        return header
+
+
+def main(args=None) -> int:
+    return run_node(SimulatedHumanNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

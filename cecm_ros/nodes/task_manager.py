@@ -1,0 +1,450 @@
+"""task_manager: issues a session of tasks and reports how the belief evolves.
+
+Per task: ``household_sim/reset_world`` -> TaskRequest on ``task/request`` ->
+RunTask goal to ``executor/run_task`` (while recording the task's ``team_state``
+trajectory) -> EstimateCapabilities goal to ``capability_estimator/estimate`` with the
+outcome -> waits for the updated ``capability_belief`` -> logs one line with the
+estimate's Hamming distance to the partner's TRUE capabilities (parameter
+``partner``, used only for these metrics), corrections per robot decision, plan
+overlap (robot's first plan vs the partner's plan) and infeasible actions assigned.
+At the end it writes ``summary_path`` in the format of ``cecm experiment``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from action_msgs.msg import GoalStatus
+from rcl_interfaces.srv import GetParameters
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.parameter import parameter_value_to_python
+
+from cecm_ros.action import EstimateCapabilities, RunTask
+from cecm_ros.core.domain import Task
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.estimator import EstimatorSettings
+from cecm_ros.core.planner import JointPlan as CorePlan
+from cecm_ros.core.session import (
+    estimate_distance,
+    load_tasks,
+    session_summary,
+    session_task_result,
+)
+from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.msg import CapabilityBelief, JointPlan, TaskOutcome, TaskRequest, TeamState
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import (
+    QOS_LATCHED,
+    QOS_TEAM_STATE,
+    CecmNode,
+    SafeActionClient,
+    StopRequestedError,
+    destroy_all,
+    run_node,
+)
+from cecm_ros.srv import ResetWorld, StartTasks
+
+ESTIMATOR_PARAMETERS = ('method', 'samples', 'prior', 'epsilon', 'psi', 'window', 'decay',
+                        'proposal', 'proposal_floor', 'seed')
+
+
+class SessionError(Exception):
+    """The session cannot go on; the message says why."""
+
+
+class TaskManager(CecmNode):
+    def __init__(self, **kwargs):
+        super().__init__('task_manager', **kwargs)
+        self.declare_model_parameters()
+        self.declare('num_tasks', 5, 'Tasks in a session (ignored with tasks_file)')
+        self.declare('seed', 0, 'Seed of the core TaskGenerator')
+        self.declare('tasks_file', '',
+                     "YAML file with the tasks to run instead of generated ones ('' = generate)")
+        self.declare('partner', 'low_capability',
+                     "The simulated partner's TRUE type or vector; used ONLY to evaluate "
+                     'and report metrics')
+        self.declare('partner_id', 'partner', 'Identifier of the partner put in TaskRequests')
+        self.declare('autostart_tasks', True,
+                     'Start a session as soon as the node is active (else call ~/start)')
+        self.declare('exit_when_done', False,
+                     'Shut down (exit code 0, or 1 after a failed session) when done')
+        self.declare('summary_path', '',
+                     "Write the session summary (cecm experiment format) here ('' = none)")
+        self.declare('reset_service', 'household_sim/reset_world', 'ResetWorld service')
+        self.declare('run_task_action', 'executor/run_task', 'RunTask action server')
+        self.declare('estimate_action', 'capability_estimator/estimate',
+                     'EstimateCapabilities action server')
+        self.declare('estimator_node', 'capability_estimator',
+                     'Node whose parameters (method, samples, ...) go into the summary')
+        self.declare('partner_node', 'simulated_human',
+                     "Simulated partner whose forgo_probability goes into the summary ('' = "
+                     'none, e.g. a real person)')
+        self.declare('wait_for_partner_plan', True,
+                     'Before running a task, wait for the partner plan on human/joint_plan '
+                     '(simulated partners publish one)')
+        self.declare('server_wait_s', 30.0, 'How long to wait for services and action servers')
+        self.declare('task_timeout_s', 600.0, 'How long one RunTask may take')
+        self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take')
+        self.declare('message_timeout_s', 30.0,
+                     'How long to wait for a belief, partner plan or team state message')
+        self._entities = []
+        self.running = False
+        self.sessions = 0
+        self.belief: CapabilityBelief | None = None
+        self.states: dict[int, TeamState] = {}
+        self.state_task = ''
+        self.robot_plans: dict[str, JointPlan] = {}
+        self.human_plans: dict[str, JointPlan] = {}
+        self.start_timer = None
+        # A running session blocks one executor thread for its whole length.
+        self.session_group = MutuallyExclusiveCallbackGroup()
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        self.model = self.load_model()
+        self.partner = self.param('partner')
+        self.truth = self.model.catalog.resolve(self.partner)
+        self.partner_id = self.param('partner_id')
+        tasks_file = self.param('tasks_file')
+        self.file_tasks = load_tasks(self.model, tasks_file) if tasks_file else None
+        self.generator = TaskGenerator(self.model, self.param('seed'))
+        self.reset_client = self.create_client(ResetWorld, self.param('reset_service'),
+                                               callback_group=self.group)
+        self.run_client = SafeActionClient(self, RunTask, self.param('run_task_action'),
+                                       callback_group=self.group)
+        self.estimate_client = SafeActionClient(self, EstimateCapabilities,
+                                            self.param('estimate_action'),
+                                            callback_group=self.group)
+        self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
+                                                           QOS_LATCHED)
+        self._entities = [
+            self.reset_client, self.run_client, self.estimate_client, self.request_pub,
+            self.create_subscription(CapabilityBelief, 'capability_belief',
+                                     self.guarded(self._on_belief, 'capability_belief'),
+                                     QOS_LATCHED, callback_group=self.group),
+            self.create_subscription(TeamState, 'team_state',
+                                     self.guarded(self._on_team_state, 'team_state'),
+                                     QOS_TEAM_STATE, callback_group=self.group),
+            self.create_subscription(JointPlan, 'robot/joint_plan',
+                                     self.guarded(self._on_robot_plan, 'robot/joint_plan'),
+                                     QOS_LATCHED, callback_group=self.group),
+            self.create_subscription(JointPlan, 'human/joint_plan',
+                                     self.guarded(self._on_human_plan, 'human/joint_plan'),
+                                     QOS_LATCHED, callback_group=self.group),
+            self.create_service(StartTasks, '~/start',
+                                self.guarded_service(self._on_start, 'start'),
+                                callback_group=self.group),
+        ]
+        source = (f'{len(self.file_tasks)} tasks from {tasks_file}' if self.file_tasks
+                  else f'{self.param("num_tasks")} generated tasks (seed {self.param("seed")})')
+        self.get_logger().info(f'{source}; partner {self.partner!r} lacks '
+                               f'{self.model.catalog.format_vector(self.truth)} (for metrics '
+                               'only)')
+
+    def activate(self) -> None:
+        if self.param('autostart_tasks'):
+            self._schedule(0)
+
+    def deactivate(self) -> None:
+        self._cancel_timer()
+
+    def teardown(self) -> None:
+        self._cancel_timer()
+        destroy_all(self, self._entities)
+        self._entities = []
+
+    # ------------------------------------------------------------------- topics
+    def _on_belief(self, msg: CapabilityBelief) -> None:
+        with self.locked():
+            self.belief = msg
+        self.notify()
+
+    def _on_team_state(self, msg: TeamState) -> None:
+        with self.locked():
+            if msg.task_id != self.state_task:
+                return
+            if msg.step == 0:
+                self.states.clear()
+            self.states[msg.step] = msg
+        self.notify()
+
+    def _on_robot_plan(self, msg: JointPlan) -> None:
+        with self.locked():
+            self.robot_plans.setdefault(msg.task_id, msg)   # the first plan of a task
+        self.notify()
+
+    def _on_human_plan(self, msg: JointPlan) -> None:
+        with self.locked():
+            self.human_plans[msg.task_id] = msg
+        self.notify()
+
+    # ------------------------------------------------------------------ sessions
+    def _on_start(self, request: StartTasks.Request, response: StartTasks.Response):
+        if not self.active:
+            response.success, response.message = False, 'task_manager is not active'
+        elif self.running:
+            response.success, response.message = False, 'a session is already running'
+        else:
+            self._schedule(request.num_tasks)
+            response.success, response.message = True, 'session started'
+        return response
+
+    def _schedule(self, num_tasks: int) -> None:
+        """Run a session as an executor callback: a one-shot timer in its own group."""
+        self.running = True
+        self._cancel_timer()
+
+        def start():
+            with self.locked():
+                if self.start_timer is None:
+                    return   # already started (or deactivated meanwhile)
+                self._cancel_timer()
+            self._session(num_tasks)
+
+        self.start_timer = self.create_timer(0.1, self.guarded(start, 'session'),
+                                             callback_group=self.session_group)
+
+    def _cancel_timer(self) -> None:
+        if self.start_timer is not None:
+            self.start_timer.cancel()
+            self.destroy_timer(self.start_timer)
+            self.start_timer = None
+
+    def _session_tasks(self, num_tasks: int) -> list[Task]:
+        self.sessions += 1
+        if self.file_tasks is None:
+            return self.generator.tasks(num_tasks or self.param('num_tasks'))
+        if self.sessions == 1:
+            return list(self.file_tasks)
+        # Task ids must not repeat: the partner and executor key their state on them.
+        return [Task(f'{t.task_id}-r{self.sessions}', t.initial, t.goal)
+                for t in self.file_tasks]
+
+    def _session(self, num_tasks: int) -> None:
+        started = time.perf_counter()
+        results, error, estimator = [], '', None
+        try:
+            tasks = self._session_tasks(num_tasks)
+            estimator = self._estimator_settings()
+            prior = self._wait_belief(0, 'the initial belief')
+            self._report_prior(prior, len(tasks))
+            for index, task in enumerate(tasks):
+                results.append(self._run_task(index, len(tasks), task))
+        except StopRequestedError as stopped:
+            if self.stopping.is_set():
+                return   # the process is ending
+            error = str(stopped)
+            self.get_logger().warning(f'session stopped: {error}')
+        except (SessionError, CecmError, RuntimeError) as failure:
+            error = str(failure)
+            self.get_logger().error(f'session stopped: {error}')
+        except Exception as failure:  # noqa: BLE001 - report, summarise, exit as asked
+            error = f'internal error: {failure!r}'
+            self.get_logger().error(f'session stopped: {error}')
+        finally:
+            self.running = False
+        wall = time.perf_counter() - started
+        if results:
+            first, last = results[0], results[-1]
+            self.get_logger().info(
+                f'session done: {len(results)} tasks in {wall:.1f} s; hamming '
+                f'{self.prior_hamming[0]:.2f} (prior) -> {last.hamming:.2f}, correction '
+                f'ratio {first.correction_ratio:.2f} (task 1) -> {last.correction_ratio:.2f}')
+        self._write_summary(results, estimator, wall, error)
+        if self.param('exit_when_done'):
+            self.exit_code = 1 if error else 0
+            self.get_logger().info('exit_when_done: shutting down')
+            self.finished.set_result(self.exit_code)
+
+    def _estimator_settings(self) -> dict:
+        """The estimator's (and partner's) parameters, for the summary."""
+        values = {'method': 'cecm', **asdict(EstimatorSettings()), 'seed': 0,
+                  'window': 0, 'decay': 0.0, 'forgo_probability': 0.0}
+        name = self.param('estimator_node')
+        values.update(self._remote_parameters(name, ESTIMATOR_PARAMETERS))
+        values['source'] = name if 'samples' in values else 'defaults'
+        partner = self.param('partner_node')
+        if partner:
+            values.update(self._remote_parameters(partner, ('forgo_probability',)))
+        return values
+
+    def _remote_parameters(self, name: str, keys) -> dict:
+        """Parameters of another node (empty with a warning when it cannot be asked)."""
+        client = self.create_client(GetParameters, f'{name}/get_parameters',
+                                    callback_group=self.group)
+        try:
+            response = self.call_service(client, GetParameters.Request(names=list(keys)),
+                                         f'reading the parameters of {name}',
+                                         self.param('server_wait_s'), 10.0)
+            if len(response.values) != len(keys):
+                raise RuntimeError(f'{name} does not declare all of {list(keys)}')
+            return {key: parameter_value_to_python(value)
+                    for key, value in zip(keys, response.values)}
+        except RuntimeError as error:
+            self.get_logger().warning(f'{error}; the summary records defaults instead')
+            return {}
+        finally:
+            self.destroy_client(client)
+
+    def _report_prior(self, prior: CapabilityBelief, count: int) -> None:
+        estimate = conv.estimate_from_belief_msg(self.model.catalog, prior)
+        self.prior_estimate = estimate
+        self.prior_hamming = estimate_distance(self.model, estimate, self.truth)
+        self.get_logger().info(
+            f'[task 0/{count}] prior belief ({prior.method}, {prior.tasks_seen} tasks seen): '
+            f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f}) '
+            f'estimate lacks {self.model.catalog.format_vector(estimate)}')
+
+    # ----------------------------------------------------------------- one task
+    def _run_task(self, index: int, count: int, task: Task):
+        label = f'[task {index + 1}/{count}] {task.task_id}'
+        started = time.perf_counter()
+        wait_s = self.param('server_wait_s')
+        with self.locked():
+            seen = self.belief.tasks_seen if self.belief else 0
+            self.state_task = task.task_id
+            self.states.clear()
+            self.robot_plans.pop(task.task_id, None)
+            self.human_plans.pop(task.task_id, None)
+        request = conv.task_msg(task, self.partner_id)
+        response = self.call_service(self.reset_client, ResetWorld.Request(task=request),
+                                     f'{label}: reset_world', wait_s, 30.0)
+        if not response.success:
+            raise SessionError(f'{label}: reset_world failed: {response.message}')
+        self.request_pub.publish(request)
+        if self.param('wait_for_partner_plan') and not self.wait_until(
+                lambda: task.task_id in self.human_plans, self.param('message_timeout_s')):
+            self.get_logger().warning(f'{label}: no partner plan on human/joint_plan; '
+                                      'running the task anyway')
+        status, run = self.send_action_goal(
+            self.run_client, self.param('run_task_action'), RunTask.Goal(task=request),
+            f'{label}: run_task', wait_s, self.param('task_timeout_s'))
+        if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
+            raise SessionError(f'{label}: the executor did not finish the task: '
+                               f'{run.message or _status_name(status)}')
+        outcome = run.outcome
+        trajectory = self._recorded_trajectory(label, task.task_id, outcome)
+        estimate_goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
+            task_id=task.task_id, partner_id=self.partner_id,
+            goal_propositions=sorted(task.goal), trajectory=trajectory,
+            robot_actions=outcome.robot_actions, corrections=outcome.corrections,
+            goal_reached=outcome.goal_reached))
+        status, update = self.send_action_goal(
+            self.estimate_client, self.param('estimate_action'), estimate_goal,
+            f'{label}: estimate', wait_s, self.param('estimate_timeout_s'))
+        if status != GoalStatus.STATUS_SUCCEEDED:
+            raise SessionError(f'{label}: the belief update failed: '
+                               f'{update.message or _status_name(status)}')
+        belief = self._wait_belief(seen + 1, 'the updated belief', fallback=update.belief)
+        estimate = conv.estimate_from_belief_msg(self.model.catalog, belief)
+        robot_plan, human_plan = self._plans(label, task.task_id)
+        result = session_task_result(
+            self.model, index, task, estimate, self.truth, robot_plan, human_plan,
+            outcome.corrections, outcome.robot_actions, outcome.goal_reached,
+            update.samples_accepted, update.message)
+        self.get_logger().info(
+            f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f}) '
+            f'corrections={result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
+            f'infeasible={result.infeasible_assigned} accepted={result.accepted_samples} '
+            f'steps={len(trajectory) - 1} ({time.perf_counter() - started:.1f} s); '
+            f'estimate lacks {self.model.catalog.format_vector(estimate)}')
+        return result
+
+    def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
+        """The team states 0..H this node recorded (H from the executor's outcome)."""
+        last = len(outcome.trajectory) - 1
+        complete = self.wait_until(lambda: all(s in self.states for s in range(last + 1)),
+                                   self.param('message_timeout_s'))
+        with self.locked():
+            if complete:
+                return [self.states[s] for s in range(last + 1)]
+            missing = [s for s in range(last + 1) if s not in self.states]
+        self.get_logger().warning(f'{label}: team_state of steps {missing} not received; '
+                                  "using the executor's trajectory")
+        return list(outcome.trajectory)
+
+    def _wait_belief(self, tasks_seen: int, what: str, fallback=None) -> CapabilityBelief:
+        def arrived() -> bool:
+            return self.belief is not None and self.belief.tasks_seen >= tasks_seen
+
+        if self.wait_until(arrived, self.param('message_timeout_s')):
+            with self.locked():
+                return self.belief
+        if fallback is not None and fallback.capability_names:
+            self.get_logger().warning(f'{what} did not arrive on capability_belief; using '
+                                      'the one in the update result')
+            return fallback
+        raise SessionError(f'{what} did not arrive on capability_belief within '
+                           f'{self.param("message_timeout_s"):g} s')
+
+    def _plans(self, label: str, task_id: str) -> tuple[CorePlan, CorePlan]:
+        with self.locked():
+            robot, human = self.robot_plans.get(task_id), self.human_plans.get(task_id)
+        plans = []
+        for msg, topic in ((robot, 'robot/joint_plan'), (human, 'human/joint_plan')):
+            if msg is None:
+                self.get_logger().warning(f'{label}: no plan on {topic}; plan metrics treat '
+                                          'it as empty')
+                msg = JointPlan(task_id=task_id)
+            plans.append(conv.plan_from_msg(self.model, msg))
+        return plans[0], plans[1]
+
+    # ------------------------------------------------------------------ summary
+    def _write_summary(self, results, estimator: dict | None, wall: float, error: str) -> None:
+        path = self.param('summary_path')
+        if not path:
+            return
+        extra = {
+            'source': 'cecm_ros node graph (task_manager)',
+            'partner_id': self.partner_id,
+            'estimator_parameters': estimator,
+            'prior': {'hamming': self.prior_hamming[0], 'hamming_active': self.prior_hamming[1],
+                      'estimate': conv.vector_text(self.prior_estimate)}
+            if hasattr(self, 'prior_hamming') else None,
+            'tasks': [{'task_id': r.task_id, 'estimate': r.estimate, 'truth': r.truth,
+                       'corrections': r.corrections, 'robot_decisions': r.robot_decisions,
+                       'goal_reached': r.goal_reached, 'update_message': r.update_message}
+                      for r in results],
+        }
+        if error:
+            extra['error'] = error
+        try:
+            if results:
+                settings = EstimatorSettings(
+                    samples=int(estimator['samples']), prior=float(estimator['prior']),
+                    epsilon=float(estimator['epsilon']), psi=float(estimator['psi']),
+                    window=int(estimator['window']) or None,
+                    decay=float(estimator['decay']) or None,
+                    proposal=str(estimator['proposal']),
+                    proposal_floor=float(estimator['proposal_floor']))
+                summary = session_summary(
+                    self.model, self.partner, estimator['method'], self.param('seed'),
+                    settings, results, wall, extra,
+                    forgo_probability=float(estimator['forgo_probability']))
+            else:
+                summary = {'format': 'cecm_ros/experiment_summary/1', 'per_task': [], **extra}
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(summary, indent=1))
+        except (OSError, CecmError, ValueError, KeyError, TypeError) as failure:
+            self.get_logger().error(f'cannot write the summary to {path}: {failure}')
+            return
+        self.get_logger().info(f'summary written to {path}')
+
+
+def _status_name(status: int) -> str:
+    names = {GoalStatus.STATUS_ABORTED: 'aborted', GoalStatus.STATUS_CANCELED: 'canceled',
+             GoalStatus.STATUS_SUCCEEDED: 'succeeded'}
+    return f'goal {names.get(status, f"status {status}")}'
+
+
+def main(args=None) -> int:
+    return run_node(TaskManager, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

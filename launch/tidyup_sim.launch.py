@@ -1,0 +1,103 @@
+"""The simulated TidyUP node graph: six lifecycle nodes and the lifecycle manager.
+
+    ros2 launch cecm_ros tidyup_sim.launch.py num_tasks:=2 samples:=60
+
+Parameters come from ``params_file`` (default: the package's config/tidyup_sim.yaml);
+the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
+override it when given (empty = keep the file's value). The lifecycle manager
+configures and activates the nodes in order; the task manager then runs the session.
+When the task manager exits (exit_when_done:=true) the whole launch shuts down.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode, Node
+
+PACKAGE = 'cecm_ros'
+# Start order; the lifecycle manager configures them all, then activates them all.
+NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+         'executor', 'task_manager']
+
+ARGUMENTS = {
+    'params_file': (os.path.join(get_package_share_directory(PACKAGE), 'config',
+                                 'tidyup_sim.yaml'),
+                    'Parameters file with one section per node'),
+    'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
+                    "(household_sim, simulated_human, task_manager); '' = params_file"),
+    'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
+    'seed': ('', "Seed of the task generator and of CE-CM's sampling; '' = params_file (0)"),
+    'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
+    'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
+    'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
+    'log_level': ('info', 'Log level of every node'),
+}
+
+
+def _overrides(context) -> dict[str, dict]:
+    """Per-node parameter overrides from the launch arguments that were given."""
+    def value(name):
+        return LaunchConfiguration(name).perform(context).strip()
+
+    def typed(text, kind):
+        if kind is bool:
+            return text.lower() in ('1', 'true', 'yes', 'on')
+        return kind(text)
+
+    per_node = {node: {} for node in NODES}
+    wiring = {
+        'partner': (str, ['household_sim', 'simulated_human', 'task_manager']),
+        'num_tasks': (int, ['task_manager']),
+        'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
+        'samples': (int, ['capability_estimator']),
+        'summary_path': (str, ['task_manager']),
+        'exit_when_done': (bool, ['task_manager']),
+    }
+    for argument, (kind, nodes) in wiring.items():
+        text = value(argument)
+        if text:
+            for node in nodes:
+                per_node[node][argument] = typed(text, kind)
+    return per_node
+
+
+def _nodes(context):
+    params_file = LaunchConfiguration('params_file').perform(context)
+    log_level = LaunchConfiguration('log_level').perform(context)
+    overrides = _overrides(context)
+    actions = []
+    for name in NODES:
+        node = LifecycleNode(
+            package=PACKAGE, executable=name, name=name, namespace='',
+            parameters=[params_file, overrides[name]], output='screen',
+            arguments=['--ros-args', '--log-level', log_level])
+        actions.append(node)
+        if name == 'task_manager':
+            actions.append(RegisterEventHandler(OnProcessExit(
+                target_action=node,
+                on_exit=[LogInfo(msg='task_manager exited; shutting the graph down'),
+                         EmitEvent(event=Shutdown(reason='task_manager finished'))])))
+    actions.append(Node(
+        package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
+        parameters=[params_file, {'node_names': NODES, 'autostart': True}],
+        output='screen', arguments=['--ros-args', '--log-level', log_level]))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, (default, description) in ARGUMENTS.items()],
+        OpaqueFunction(function=_nodes),
+    ])

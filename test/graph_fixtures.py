@@ -1,0 +1,163 @@
+"""Helpers for the node-graph tests: start the installed executables, talk to them over DDS.
+
+Plain functions and classes only (no fixtures), like core_fixtures.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+         'executor', 'task_manager')
+MANAGER = 'lifecycle_manager'
+
+
+def installed_paths() -> tuple[Path, Path]:
+    """(lib/cecm_ros with the executables, the installed config/tidyup_sim.yaml)."""
+    from ament_index_python.packages import get_package_prefix, get_package_share_directory
+
+    prefix = Path(get_package_prefix('cecm_ros'))
+    share = Path(get_package_share_directory('cecm_ros'))
+    return prefix / 'lib' / 'cecm_ros', share / 'config' / 'tidyup_sim.yaml'
+
+
+def graph_environment(domain_id: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+                'RMW_IMPLEMENTATION': env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
+                'RCUTILS_CONSOLE_OUTPUT_FORMAT': '[{severity}] [{name}]: {message}',
+                'PYTHONUNBUFFERED': '1'})
+    return env
+
+
+class NodeProcesses:
+    """The graph's node processes, each logging into its own file."""
+
+    def __init__(self, executables: Path, params: Path, env: dict[str, str], log_dir: Path):
+        self.executables = executables
+        self.params = params
+        self.env = env
+        self.log_dir = log_dir
+        self.processes: dict[str, subprocess.Popen] = {}
+        self._files = []
+
+    def start(self, name: str, overrides: dict[str, object] | None = None) -> None:
+        command = [str(self.executables / name), '--ros-args', '--params-file',
+                   str(self.params)]
+        for key, value in (overrides or {}).items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            command += ['-p', f'{key}:={text}']
+        log = open(self.log_dir / f'{name}.log', 'w')  # closed in close()
+        self._files.append(log)
+        self.processes[name] = subprocess.Popen(
+            command, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def log(self, name: str) -> str:
+        path = self.log_dir / f'{name}.log'
+        return path.read_text(errors='replace') if path.is_file() else ''
+
+    def alive(self, name: str) -> bool:
+        return self.processes[name].poll() is None
+
+    def wait_for_log(self, name: str, text: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if text in self.log(name):
+                return True
+            time.sleep(0.2)
+        return text in self.log(name)
+
+    def interrupt(self, names, timeout_s: float = 20.0) -> dict[str, int | None]:
+        """SIGINT to each; their exit codes (None: had to be killed)."""
+        for name in names:
+            if self.alive(name):
+                self.processes[name].send_signal(signal.SIGINT)
+        codes = {}
+        for name in names:
+            try:
+                codes[name] = self.processes[name].wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.processes[name].kill()
+                self.processes[name].wait()
+                codes[name] = None
+        return codes
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in self._files:
+            log.close()
+
+
+class RosClient:
+    """An rclpy node in its own context, spun on a background thread."""
+
+    def __init__(self, name: str):
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+
+        self.rclpy = rclpy
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+        self.condition = threading.Condition()
+
+    def collect(self, msg_type, topic: str, qos, into: list, callback=None):
+        def store(msg):
+            with self.condition:
+                into.append(msg)
+                self.condition.notify_all()
+            if callback is not None:
+                callback(msg)
+        return self.node.create_subscription(msg_type, topic, store, qos)
+
+    def wait_for(self, predicate, timeout_s: float) -> bool:
+        with self.condition:
+            return self.condition.wait_for(predicate, timeout_s)
+
+    def result(self, future, timeout_s: float):
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            raise TimeoutError(f'no answer within {timeout_s} s')
+        return future.result()
+
+    def call(self, srv_type, name: str, request, timeout_s: float = 30.0):
+        client = self.node.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout_s):
+                raise TimeoutError(f'service {name} not available')
+            return self.result(client.call_async(request), timeout_s)
+        finally:
+            self.node.destroy_client(client)
+
+    def send_goal(self, action_type, name: str, goal, timeout_s: float = 60.0):
+        from rclpy.action import ActionClient
+
+        client = ActionClient(self.node, action_type, name)
+        try:
+            if not client.wait_for_server(timeout_sec=timeout_s):
+                raise TimeoutError(f'action server {name} not available')
+            handle = self.result(client.send_goal_async(goal), timeout_s)
+            if not handle.accepted:
+                return None
+            return self.result(handle.get_result_async(), timeout_s)
+        finally:
+            client.destroy()
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5)
+        self.node.destroy_node()
+        self.rclpy.try_shutdown(context=self.context)
