@@ -316,6 +316,10 @@ class TidyUpModel:
         if not task.goal:
             raise ConfigError(f'task {task.task_id} has an empty goal')
 
+    def task_from_state(self, task: Task, state: int) -> Task:
+        """The same goal from an intermediate state (what a robot re-plans after a step)."""
+        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal)
+
     def _problem_text(self, task: Task) -> str:
         house = self.household
         lines = [f'(define (problem {_pddl_name(task.task_id)}) (:domain tidyup)',

@@ -66,11 +66,8 @@ class SharedPlanEvaluator:
     (the intermediate vectors are shared by nobody); it pays off from about a hundred.
     """
 
-    def __init__(self, planner: JointPlanner, one_at_a_time: bool = True,
-                 shallow_first: bool = False):
+    def __init__(self, planner: JointPlanner):
         self.planner = planner
-        self.one_at_a_time = one_at_a_time
-        self.shallow_first = shallow_first
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
@@ -95,21 +92,15 @@ class SharedPlanEvaluator:
                         result[i] = plan
                         done += 1
                         continue
-                    if self.one_at_a_time:
-                        violated[np.flatnonzero(violated)[1:]] = False
+                    violated[np.flatnonzero(violated)[1:]] = False  # one at a time
                     relaxed[i] &= ~violated
                 bounded = _bounded_plan(samples[i], used)
                 if bounded is not None:
                     result[i] = bounded
                     done += 1
                     continue
-                waiting.append(i)
-            for i in waiting:
                 to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
-            if to_plan and self.shallow_first:
-                depth = {key: int((~v).sum()) for key, v in to_plan.items()}
-                shallowest = min(depth.values())
-                to_plan = {k: v for k, v in to_plan.items() if depth[k] == shallowest}
+                waiting.append(i)
             if to_plan:
                 self.planner.plan_many(task, list(to_plan.values()))
             pending = waiting

@@ -109,8 +109,7 @@ class RobotTeammate:
         if not corrected:
             self.step_index += 1
             return
-        here = Task(self.task.task_id, frozenset(self.planner.model.atoms_of(state)),
-                    self.task.goal)
+        here = self.planner.model.task_from_state(self.task, state)
         self.plan, relaxed = self.planner.plan_under_estimate(here, self.estimate)
         self.relaxed_plans += int(relaxed)
         self.step_index = 0

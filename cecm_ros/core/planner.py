@@ -293,11 +293,6 @@ class JointPlanner:
         except UnsolvableTaskError:
             return self.plan(task, self.model.catalog.all_capable()), True
 
-    def plan_from(self, task: Task, state: int, capabilities: np.ndarray) -> JointPlan:
-        """Re-plan the same goal from an intermediate state."""
-        return self.plan(Task(task.task_id, frozenset(self.model.atoms_of(state)), task.goal),
-                         capabilities)
-
     def plan_many(self, task: Task, vectors) -> list[JointPlan]:
         """Plans for several vectors of one task, solved in parallel where not cached."""
         results: list[JointPlan | None] = []
