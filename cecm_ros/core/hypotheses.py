@@ -73,6 +73,83 @@ class SharedPlanEvaluator:
               progress: ProgressCallback | None = None) -> list[JointPlan]:
         model = self.planner.model
         samples = np.asarray(samples, dtype=bool) | model.inert_mask
+        total, size = samples.shape
+        relaxed = np.ones_like(samples)
+        result: list[JointPlan | None] = [None] * total
+        # Plans proved optimal for a relaxed vector by rule 2, without a planner call.
+        certified: dict[bytes, JointPlan] = {}
+        pending = list(range(total))
+        done = 0
+        while pending:
+            known = self.planner.cached_plans(task)
+            known += [(np.frombuffer(v, dtype=bool), p) for v, p in certified.items()]
+            by_vector = {v.tobytes(): p for v, p in known}
+            used = [(v, p, _used_mask(p, size)) for v, p in known]
+            to_plan: dict[bytes, np.ndarray] = {}
+            waiting = []
+            for i in pending:
+                while True:
+                    key = relaxed[i].tobytes()
+                    plan = by_vector.get(key)
+                    if plan is None and key not in to_plan:
+                        plan = _bounded_plan(relaxed[i], used)
+                        if plan is not None:
+                            certified[key] = by_vector[key] = plan
+                            used.append((relaxed[i].copy(), plan, _used_mask(plan, size)))
+                    if plan is None:
+                        break
+                    violated = _used_mask(plan, size) & ~samples[i]
+                    if not violated.any():
+                        result[i] = plan
+                        break
+                    relaxed[i, np.flatnonzero(violated)[0]] = False  # one at a time
+                if result[i] is not None:
+                    done += 1
+                    continue
+                bounded = _bounded_plan(samples[i], used)
+                if bounded is not None:
+                    result[i] = bounded
+                    done += 1
+                    continue
+                to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
+                waiting.append(i)
+            if to_plan:
+                self.planner.plan_many(task, list(to_plan.values()))
+            pending = waiting
+            if progress:
+                progress(done, total)
+        return result  # type: ignore[return-value]
+
+    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
+                  progress: ProgressCallback | None = None) -> np.ndarray:
+        plans = self.plans(task, samples, progress)
+        return np.array([jaccard_distance(p.trajectory, observed) for p in plans])
+
+
+class SharedPlanEvaluator:
+    """Plans shared between hypotheses that provably induce an optimal plan in common.
+
+    Two rules decide that a known plan ``P`` (optimal under its vector ``v``) is optimal
+    for a sample ``c`` too; in both, ``P`` must use only capabilities that ``c`` has:
+
+    1. descent: ``c <= v``, so ``c`` cannot allow anything cheaper than ``v`` does;
+    2. bound: the cost of ``P`` equals the highest optimal cost known for any vector
+       ``v' >= c``, a lower bound on the optimal cost under ``c``.
+
+    Samples not settled by known plans are relaxed (the first capability a plan used but
+    the sample lacks is removed from ``v``; one at a time, so that samples share the
+    intermediate vectors) and the distinct relaxed vectors of a wave are planned in
+    parallel. With few samples this can take more calls than planning each sample once
+    (the intermediate vectors are shared by nobody); it pays off from about a hundred.
+    """
+
+    def __init__(self, planner: JointPlanner):
+        self.planner = planner
+
+    def plans(self, task: Task, samples: np.ndarray,
+              progress: ProgressCallback | None = None) -> list[JointPlan]:
+        model = self.planner.model
+        samples = np.asarray(samples, dtype=bool) | model.inert_mask
         total = len(samples)
         relaxed = np.ones_like(samples)
         result: list[JointPlan | None] = [None] * total

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -23,9 +24,11 @@ from pathlib import Path
 import numpy as np
 import unified_planning.shortcuts as up
 from unified_planning.engines import PlanGenerationResultStatus as Status
+from unified_planning.io import PDDLWriter
 
 from .domain import HUMAN, NOOP, ROBOT, GroundAction, Task, TidyUpModel
-from .errors import PlannerTimeoutError, PlanningError, UnsolvableTaskError
+from .errors import PlannerTimeoutError, PlanningError, UnknownNameError, UnsolvableTaskError
+from .fast_downward import FastDownwardSearch, TranslatedTask, fast_downward_root
 from .planning_worker import receive, send
 
 DEFAULT_ENGINE = 'fast-downward-opt'
@@ -241,14 +244,19 @@ def _worker_environment() -> dict[str, str]:
 class JointPlanner:
     """Plans a task under a capability vector of the human.
 
-    Plans are cached per (task, vector) in this process; misses are solved by up to
-    ``workers`` planning processes (started on first use, see ``planning_worker``), so
-    :meth:`plan_many` uses several cores. Thread-safe. Call :meth:`close` (or use
-    ``with``) to stop the workers.
+    Plans are cached per (task, vector) in this process. With ``reuse_translation``
+    (the default, for the default optimal engine) each task is translated by Fast
+    Downward once and every vector only runs the search, in up to ``workers``
+    threads (see :mod:`.fast_downward`). Otherwise each vector is one
+    unified-planning call in one of up to ``workers`` planning processes (started on
+    first use, see ``planning_worker``); that path also confirms every "unsolvable".
+    :meth:`plan_many` uses several cores either way. Thread-safe. Call :meth:`close`
+    (or use ``with``) to stop the workers.
     """
 
     def __init__(self, model: TidyUpModel, engine: str = DEFAULT_ENGINE,
-                 timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000):
+                 timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000,
+                 reuse_translation: bool = True):
         if workers < 1:
             raise ValueError(f'workers must be at least 1, got {workers}')
         self.model = model
@@ -259,6 +267,12 @@ class JointPlanner:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._workers: list[_WorkerProcess] = []
+        root = fast_downward_root() if reuse_translation and engine == DEFAULT_ENGINE \
+            else None
+        self._search = FastDownwardSearch(root, timeout_s) if root else None
+        self._translations: OrderedDict[tuple, tuple[TranslatedTask, np.ndarray]] = \
+            OrderedDict()
+        self._search_threads: ThreadPoolExecutor | None = None
         self.calls = 0          # planner invocations (cache misses)
         self.cache_hits = 0
 
@@ -272,8 +286,11 @@ class JointPlanner:
         """Stop the planning workers; the next planning call starts new ones."""
         with self._lock:
             workers, self._workers = self._workers, []
+            threads, self._search_threads = self._search_threads, None
         for worker in workers:
             worker.close()
+        if threads is not None:
+            threads.shutdown(wait=True)
 
     # ------------------------------------------------------------------ public API
     def plan(self, task: Task, capabilities: np.ndarray) -> JointPlan:
@@ -341,6 +358,65 @@ class JointPlanner:
             return list(self._workers[:max(1, min(wanted, self.workers))])
 
     def _solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        if self._search is None:
+            return self._solve_in_workers(task, vectors)
+        model = self.model
+        goal = model.state_from_atoms(task.goal)
+        if model.state_from_atoms(task.initial) & goal == goal:
+            return self._solve_in_workers(task, vectors)
+        translated, gates = self._translation(task)
+        if translated.unsolvable:
+            return self._solve_in_workers(task, vectors)
+
+        def search(vector: np.ndarray) -> JointPlan | None:
+            started = time.perf_counter()
+            keep = (gates < 0) | vector[np.maximum(gates, 0)]
+            names = self._search.search(translated.restricted(keep), f'task {task.task_id}')
+            if names is None:
+                return None
+            actions = [model.action(f'({name})') for name in names]
+            return build_joint_plan(model, task, actions, vector, time.perf_counter() - started)
+
+        with self._lock:
+            if self._search_threads is None:
+                self._search_threads = ThreadPoolExecutor(
+                    self.workers, thread_name_prefix='cecm-search')
+            threads = self._search_threads
+        plans = list(threads.map(search, vectors))
+        unsolved = [i for i, plan in enumerate(plans) if plan is None]
+        if unsolved:
+            # The unified-planning path words the error (and would catch a wrong verdict).
+            confirmed = self._solve_in_workers(task, [vectors[i] for i in unsolved])
+            for index, plan in zip(unsolved, confirmed):
+                plans[index] = plan
+        return plans  # type: ignore[return-value]
+
+    def _translation(self, task: Task) -> tuple[TranslatedTask, np.ndarray]:
+        """The task translated with a fully capable human, and each operator's gate."""
+        with self._lock:
+            known = self._translations.get(task.key)
+            if known is not None:
+                self._translations.move_to_end(task.key)
+                return known
+        writer = PDDLWriter(self.model.base_problem(task))
+        translated = self._search.translate(writer.get_domain(), writer.get_problem(),
+                                            f'task {task.task_id}')
+        gates = np.full(len(translated.operator_names), -1, dtype=np.int64)
+        for index, name in enumerate(translated.operator_names):
+            try:
+                action = self.model.action(f'({name})')
+            except UnknownNameError as error:
+                raise PlanningError(f'task {task.task_id}: the translator produced an '
+                                    f'operator this model does not know: {name}') from error
+            if action.agent == HUMAN and action.gate is not None:
+                gates[index] = action.gate
+        with self._lock:
+            self._translations[task.key] = (translated, gates)
+            if len(self._translations) > 256:
+                self._translations.popitem(last=False)
+        return translated, gates
+
+    def _solve_in_workers(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         workers = self._started_workers(len(vectors))
         if len(workers) == 1:
             try:

@@ -1,0 +1,117 @@
+"""Translate once, search per vector: the fast path must agree with full planner calls.
+
+Both paths run the real Fast Downward shipped by up-fast-downward; the reference is a
+full unified-planning call per vector (``reuse_translation=False``).
+"""
+
+import numpy as np
+import pytest
+from core_fixtures import close_planner, make_task
+
+from cecm_ros.core.domain import TidyUpModel, atom
+from cecm_ros.core.errors import PlannerTimeoutError, UnsolvableTaskError
+from cecm_ros.core.fast_downward import TranslatedTask, fast_downward_root
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.core.tasks import TaskGenerator
+
+pytestmark = pytest.mark.skipif(fast_downward_root() is None,
+                                reason='up-fast-downward ships no search binary here')
+
+SAS = """begin_version
+3
+end_version
+begin_metric
+1
+end_metric
+1
+begin_variable
+var0
+-1
+2
+Atom a()
+NegatedAtom a()
+end_variable
+0
+begin_state
+1
+end_state
+begin_goal
+1
+0 0
+end_goal
+2
+begin_operator
+first x
+0
+1
+0 0 -1 0
+3
+end_operator
+begin_operator
+second y
+0
+1
+0 0 -1 0
+1
+end_operator
+0
+"""
+
+
+@pytest.fixture(scope='module')
+def model():
+    return TidyUpModel()
+
+
+@pytest.fixture(scope='module')
+def planners(model):
+    fast = JointPlanner(model, workers=2)
+    reference = JointPlanner(model, reuse_translation=False)
+    yield fast, reference
+    close_planner(fast)
+    close_planner(reference)
+
+
+def test_sas_operator_section_is_split_and_restricted():
+    task = TranslatedTask.parse(SAS)
+    assert task.operator_names == ('first x', 'second y')
+    only_second = task.restricted([False, True])
+    assert 'first x' not in only_second and 'second y' in only_second
+    assert only_second.split('end_goal\n')[1].startswith('1\nbegin_operator')
+    assert task.restricted([True, True]) == SAS
+
+
+def test_restriction_needs_one_flag_per_operator():
+    with pytest.raises(ValueError):
+        TranslatedTask.parse(SAS).restricted([True])
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_fast_path_finds_plans_as_cheap_as_full_planner_calls(model, planners, seed):
+    fast, reference = planners
+    task = TaskGenerator(model, seed=200 + seed).next_task()
+    rng = np.random.default_rng(seed)
+    vectors = [rng.random(len(model.catalog)) < 0.7 for _ in range(3)]
+    vectors.append(model.catalog.partner_vector('low_capability'))
+    for vector, plan in zip(vectors, fast.plan_many(task, vectors)):
+        expected = reference.plan(task, vector)
+        assert plan.cost == pytest.approx(expected.cost)
+        assert not (set(plan.human_capabilities_used) - set(np.flatnonzero(vector)))
+
+
+def test_fast_path_reports_an_unsolvable_goal(model, planners):
+    fast, _ = planners
+    two_in_hand = make_task('fast-two-in-hand',
+                            {atom('holding', 'robot', 'plate'), atom('holding', 'robot', 'bowl')})
+    with pytest.raises(UnsolvableTaskError, match='fast-two-in-hand'):
+        fast.plan(two_in_hand, model.catalog.all_capable())
+
+
+def test_fast_path_timeout_names_the_task(model):
+    hasty = JointPlanner(model, timeout_s=0.001)
+    task = TaskGenerator(model, seed=210).next_task()
+    try:
+        with pytest.raises(PlannerTimeoutError, match=task.task_id):
+            hasty.plan(task, model.catalog.all_capable())
+    finally:
+        close_planner(hasty)
