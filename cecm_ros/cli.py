@@ -207,13 +207,19 @@ def cmd_bench(args) -> int:
     from .core.bench import run_update_benchmark
 
     result = run_update_benchmark(_model(args), _partner_spec(args), samples=args.samples,
-                                  seed=args.seed, jobs=args.jobs,
+                                  seed=args.seed, jobs=args.jobs, tasks=args.tasks,
                                   progress=None if args.json else _progress_printer())
     if args.json:
         print(json.dumps(result))
     else:
         for key, value in result.items():
-            print(f'{key:>16}: {value}')
+            if key != 'per_task':
+                print(f'{key:>19}: {value}')
+        for entry in result.get('per_task', []):
+            print(f"  {entry['task']}: naive {entry['naive_s']:.1f} s,"
+                  f" fast {entry['fast_s']:.2f} s, speedup {entry['speedup']},"
+                  f" agreement {entry['agreement']:.3f},"
+                  f" same estimate {entry['same_estimate']}")
     return 0
 
 
@@ -285,13 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--quiet', action='store_true', help='no per-task progress lines')
     sub.set_defaults(func=cmd_experiment)
 
-    sub = commands.add_parser('bench', help='time one CE-CM update, naive vs shared plans')
+    sub = commands.add_parser('bench', help='time CE-CM updates, naive vs shared plans')
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     sub.add_argument('--samples', type=int, default=500, help='N (default: 500)')
     sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
+    sub.add_argument('--tasks', type=int, default=1,
+                     help='time this many tasks of the seeded sequence and add up '
+                          '(default: 1)')
     sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
-                     help='planner processes for the fast path (default: all cores)')
+                     help='parallel planner runs for the fast path (default: all cores)')
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
     return parser

@@ -106,3 +106,12 @@ def test_bench_reports_its_figures(model):
     assert result['naive_planner_calls'] == 12
     assert result['fast_planner_calls'] >= 1
     assert 0.0 <= result['agreement'] <= 1.0
+
+
+def test_bench_over_several_tasks_adds_up_its_tasks(model):
+    result = run_update_benchmark(model, 'high_capability', samples=6, seed=1, jobs=2, tasks=2)
+    assert [t['naive_planner_calls'] for t in result['per_task']] == [6, 6]
+    assert result['naive_planner_calls'] == 12
+    assert result['naive_s'] == pytest.approx(sum(t['naive_s'] for t in result['per_task']),
+                                              abs=0.01)
+    assert result['same_estimate'] == all(t['same_estimate'] for t in result['per_task'])
