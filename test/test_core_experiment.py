@@ -48,8 +48,20 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
             assert set(value) == {'mean', 'ci95_low', 'ci95_high'}
             assert value['ci95_low'] <= value['mean'] <= value['ci95_high']
         assert 0.0 <= row['hamming']['mean'] <= 1.0
+        assert list(row['theta']) == list(model.catalog.names)
     rows = list(csv.DictReader(open(tmp_path / 'runs.csv')))
     assert len(rows) == 4 and all(row['goal_reached'] == 'True' for row in rows)
+    # The per-capability means are those of the runs' thetas, whose threshold is the estimate.
+    for index, row in enumerate(written['per_task']):
+        thetas = [[float(v) for v in r['theta'].split()] for r in rows
+                  if int(r['task_index']) == index]
+        first = model.catalog.names[0]
+        assert row['theta'][first]['mean'] == pytest.approx(
+            sum(t[0] for t in thetas) / len(thetas), abs=1e-3)
+    for r in rows:  # (theta is written with 3 decimals: skip values at the threshold)
+        for value, bit in zip(r['theta'].split(), r['estimate']):
+            if abs(float(value) - SMALL.psi) > 1e-3:
+                assert (float(value) > SMALL.psi) == (bit == '1')
 
 
 def test_methods_share_seeds_and_an_informed_robot_is_not_corrected(model, tmp_path):
@@ -89,6 +101,7 @@ def test_cli_compare_writes_plots_and_comparison(tmp_path, capsys):
     comparison = json.loads((out / 'comparison.json').read_text())
     assert set(comparison) == {'cecm', 'optimistic'}
     assert (out / 'hamming.png').stat().st_size > 1000
+    assert (out / 'capabilities.png').stat().st_size > 1000
     assert (out / 'cecm' / 'summary.json').exists()
 
 

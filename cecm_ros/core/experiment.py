@@ -79,6 +79,7 @@ class TaskResult:
     goal_reached: bool
     estimate: str
     truth: str
+    theta: str           # P(c_i = 1) per capability after the update, space-separated
     update_message: str
 
 
@@ -99,6 +100,7 @@ def task_metrics(model: TidyUpModel, record: TaskRecord, estimator: Estimator,
         accepted_samples=accepted, corrections=record.corrections,
         robot_decisions=record.robot_decisions, goal_reached=record.goal_reached,
         estimate=bits, truth=''.join('1' if b else '0' for b in truth),
+        theta=' '.join(f'{value:.3f}' for value in estimator.belief.theta),
         update_message=message)
 
 
@@ -161,6 +163,10 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         entry = {'task': index + 1, 'runs': len(rows)}
         for name in METRICS:
             entry[name] = mean_ci95([getattr(r, name) for r in rows])
+        # The paper's appendix B.1: how each capability's estimate evolves over tasks.
+        thetas = np.array([[float(v) for v in r.theta.split()] for r in rows])
+        entry['theta'] = {name: mean_ci95(thetas[:, i])
+                          for i, name in enumerate(model.catalog.names)}
         per_task.append(entry)
     settings_dict = asdict(settings)
     return {
@@ -169,6 +175,9 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         'capabilities': list(model.catalog.names),
         'inert_capabilities': model.inert_capabilities,
         'true_capabilities': model.catalog.format_vector(model.catalog.resolve(settings.partner)),
+        'true_capability_bits': ' '.join(
+            f'{name}={int(bit)}' for name, bit in
+            zip(model.catalog.names, model.catalog.resolve(settings.partner))),
         'wall_time_s': round(wall_s, 3),
         'per_task': per_task,
         **(extra or {}),
@@ -263,4 +272,45 @@ def plot_summaries(summaries: dict[str, dict], out_dir: Path, title: str = '') -
         figure.savefig(path)
         plt.close(figure)
         written.append(path)
+    if all('theta' in s['per_task'][0] for s in summaries.values()):
+        written.append(_plot_capabilities(summaries, out_dir, title, plt))
     return written
+
+
+def _plot_capabilities(summaries: dict[str, dict], out_dir: Path, title: str, plt) -> Path:
+    """One panel per capability: theta over tasks per method, the truth dashed."""
+    first = next(iter(summaries.values()))
+    names = list(first['per_task'][0]['theta'])
+    truth = dict(item.split('=') for item in first.get('true_capability_bits', '').split()
+                 if '=' in item)
+    columns = 5
+    rows = -(-len(names) // columns)
+    figure, grid = plt.subplots(rows, columns, figsize=(2.3 * columns, 1.7 * rows), dpi=110,
+                                sharex=True, sharey=True, squeeze=False)
+    for index, name in enumerate(names):
+        axes = grid[index // columns][index % columns]
+        for method, summary in summaries.items():
+            per_task = summary['per_task']
+            x = [row['task'] for row in per_task]
+            mean = [row['theta'][name]['mean'] for row in per_task]
+            low = [max(0.0, row['theta'][name]['ci95_low']) for row in per_task]
+            high = [min(1.0, row['theta'][name]['ci95_high']) for row in per_task]
+            line, = axes.plot(x, mean, marker='.', label=METHOD_LABELS.get(method, method))
+            axes.set_xticks(x)
+            axes.fill_between(x, low, high, alpha=0.2, color=line.get_color())
+        if name in truth:
+            axes.axhline(float(truth[name]), color='black', linestyle='--', linewidth=1)
+        axes.set_title(name, fontsize=8)
+        axes.set_ylim(-0.05, 1.05)
+        axes.grid(alpha=0.3)
+    for axes in grid.flat[len(names):]:
+        axes.set_visible(False)
+    handles, labels = grid[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc='lower center', ncol=len(labels), fontsize=8)
+    figure.suptitle(f'{title}: P(capability) per task, truth dashed' if title
+                    else 'P(capability) per task, truth dashed', fontsize=9)
+    figure.tight_layout(rect=(0, 0.05, 1, 0.97))
+    path = out_dir / 'capabilities.png'
+    figure.savefig(path)
+    plt.close(figure)
+    return path
