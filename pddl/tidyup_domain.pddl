@@ -17,6 +17,7 @@
     (dirty ?i - item)
     (clean ?i - item)
     (has-sink ?r - room)
+    (connected ?from ?to - room)
     (can-move ?a - agent ?r - room)
     (can-pick ?a - agent ?r - room)
     (can-place ?a - agent ?r - room)
@@ -26,10 +27,11 @@
     (move-cost ?a - agent) - number
     (handling-cost ?a - agent ?i - item) - number)
 
-  ;; Going into ?to is gated by the capability move_<?to>.
+  ;; Going through a door into ?to is gated by the capability move_<?to>.
   (:action move
     :parameters (?a - agent ?from - room ?to - room)
-    :precondition (and (agent-at ?a ?from) (not (= ?from ?to)) (can-move ?a ?to))
+    :precondition (and (agent-at ?a ?from) (not (= ?from ?to)) (connected ?from ?to)
+                       (can-move ?a ?to))
     :effect (and (not (agent-at ?a ?from)) (agent-at ?a ?to)
                  (increase (total-cost) (move-cost ?a))))
 

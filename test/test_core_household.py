@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from core_fixtures import close_planner, household_yaml, replay, write_household
 
-from cecm_ros.core.domain import TidyUpModel, atom
+from cecm_ros.core.domain import Task, TidyUpModel, atom
 from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
 from cecm_ros.core.household import Household
 from cecm_ros.core.planner import JointPlanner
@@ -177,3 +177,57 @@ def test_default_household_costs_reach_the_ground_actions():
         '(move robot kitchen study)', '(move human study kitchen)')}
     assert list(costs.values()) == [4, 1, 2, 1, 1, 1, 1, 1]
     assert np.isclose(sum(costs.values()), 12)
+
+
+# ------------------------------------------------------------------------ doors
+@pytest.mark.parametrize('doors, message', [
+    ([['kitchen', 'attic']], "unknown room 'attic'"),
+    ([['kitchen', 'kitchen']], 'two different rooms'),
+    ([['kitchen', 'bathroom']], 'no door leads to garage'),
+])
+def test_bad_doors_are_named(tmp_path, doors, message):
+    with pytest.raises(CecmError, match=message):
+        Household.from_yaml(write_household(tmp_path, custom_document(doors=doors)))
+
+
+def test_without_doors_every_room_opens_onto_every_other():
+    house = Household.from_yaml()
+    assert house.doors is None
+    assert all(house.connected(a, b) for a in house.rooms for b in house.rooms if a != b)
+    assert not house.connected('kitchen', 'kitchen')
+
+
+def test_doors_make_the_partner_walk_through_the_rooms_between(tmp_path):
+    """kitchen - bathroom - garage in a row: the human carries the mug from the garage
+    through the bathroom, and a missing move capability blocks that route."""
+    document = custom_document(doors=[['kitchen', 'bathroom'], ['bathroom', 'garage']])
+    model = TidyUpModel(Household.from_yaml(write_household(tmp_path, document)))
+    assert model.household.connected('garage', 'bathroom')
+    assert not model.household.connected('garage', 'kitchen')
+    task = make_task_in(model, human='garage', robot='garage', mug='garage',
+                        goal={atom('item-at', 'mug', 'kitchen')})
+    planner = JointPlanner(model)
+    try:
+        plan = planner.plan(task, model.catalog.all_capable())
+        assert '(move human garage bathroom)' in plan.actions_of('human')
+        assert '(move human bathroom kitchen)' in plan.actions_of('human')
+        for step in plan.steps:
+            for action in (step.robot, step.human):
+                if action.startswith('(move'):
+                    _, _, here, there = action.strip('()').split()
+                    assert model.household.connected(here, there)
+        world, _ = replay(model, task, plan.steps, model.catalog.all_capable())
+        assert world.satisfies(model.state_from_atoms(task.goal))
+        # Without move_bathroom the human cannot reach the kitchen: the robot carries it.
+        blocked = model.catalog.vector_without(['move_bathroom'])
+        assert not planner.plan(task, blocked).actions_of('human')
+    finally:
+        close_planner(planner)
+
+
+def make_task_in(model, human, robot, mug, goal):
+    initial = {atom('agent-at', 'human', human), atom('agent-at', 'robot', robot),
+               atom('hand-free', 'human'), atom('hand-free', 'robot'),
+               atom('item-at', 'mug', mug), atom('clean', 'mug'),
+               atom('item-at', 'towel', 'bathroom'), atom('clean', 'towel')}
+    return Task('doors', frozenset(initial), frozenset(goal))

@@ -163,6 +163,8 @@ class TidyUpModel:
     def _static_value(self, predicate: str, args: tuple[str, ...]) -> bool:
         if predicate == 'has-sink':
             return args[0] in self.household.sinks
+        if predicate == 'connected':
+            return self.household.connected(*args)
         raise ConfigError(f'static predicate {predicate!r} of the domain has no household data')
 
     def _cost_value(self, fluent: str, args: tuple[str, ...]) -> float:
@@ -328,6 +330,8 @@ class TidyUpModel:
                  ' (:init (= (total-cost) 0)']
         lines += [f'  {a}' for a in sorted(task.initial)]
         lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
+        lines += [f'  {atom("connected", here, there)}' for here in house.rooms
+                  for there in house.rooms if house.connected(here, there)]
         for agent in AGENTS:
             lines.append(f'  (= (move-cost {agent}) {house.move_cost[agent]:g})')
             for item in house.items:

@@ -37,6 +37,8 @@ class Household:
     move_cost: dict[str, float]
     items: tuple[Item, ...]
     task_settings: TaskSettings = field(default_factory=TaskSettings)
+    # Pairs of rooms joined by a door (both ways); None: every room opens onto every other.
+    doors: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self):
         if len(self.rooms) < 2:
@@ -63,11 +65,40 @@ class Household:
                 raise ConfigError(f'item {item.name!r} has no goal_rooms')
             for room in item.goal_rooms:
                 self.check_room(room)
+        if self.doors is not None:
+            self._check_doors()
         low, high = self.task_settings.items_per_task
         if not 1 <= low <= high <= len(self.items):
             raise ConfigError(
                 f'items_per_task {self.task_settings.items_per_task} must lie within '
                 f'1..{len(self.items)}')
+
+    def _check_doors(self) -> None:
+        for door in self.doors:
+            if len(door) != 2 or door[0] == door[1]:
+                raise ConfigError(f'household {self.name!r}: a door joins two different '
+                                  f'rooms, got {list(door)}')
+            for room in door:
+                self.check_room(room)
+        reached, frontier = {self.rooms[0]}, [self.rooms[0]]
+        while frontier:
+            here = frontier.pop()
+            for room in self.rooms:
+                if room not in reached and self.connected(here, room):
+                    reached.add(room)
+                    frontier.append(room)
+        if len(reached) < len(self.rooms):
+            cut_off = [room for room in self.rooms if room not in reached]
+            raise ConfigError(f'household {self.name!r}: no door leads to '
+                              f'{", ".join(cut_off)} from {self.rooms[0]}')
+
+    def connected(self, here: str, there: str) -> bool:
+        """Whether one move goes from ``here`` into ``there``."""
+        if here == there:
+            return False
+        if self.doors is None:
+            return True
+        return (here, there) in self.doors or (there, here) in self.doors
 
     @property
     def item_names(self) -> tuple[str, ...]:
@@ -110,8 +141,12 @@ class Household:
                 dirty_probability=float(tasks.get('dirty_probability', 0.5)),
                 items_per_task=tuple(tasks.get('items_per_task',
                                                (min(2, len(items)), len(items)))))
+            doors = spec.get('doors')
+            if doors is not None:
+                doors = tuple(tuple(str(room) for room in door) for door in doors)
             return cls(
                 name=str(spec.get('name', path.stem)), rooms=tuple(spec['rooms']),
+                doors=doors,
                 sinks=tuple(spec.get('sinks', ())),
                 move_cost={a: float(spec['agents'][a]['move_cost']) for a in AGENTS},
                 items=items, task_settings=settings)
