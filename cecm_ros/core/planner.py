@@ -382,7 +382,12 @@ class JointPlanner:
                 self._search_threads = ThreadPoolExecutor(
                     self.workers, thread_name_prefix='cecm-search')
             threads = self._search_threads
-        plans = list(threads.map(search, vectors))
+        # Fewer capabilities mean longer searches: start those first so that the last
+        # searches of a batch are short ones (less idle time on the other cores).
+        order = sorted(range(len(vectors)), key=lambda i: int(np.count_nonzero(vectors[i])))
+        plans: list[JointPlan | None] = [None] * len(vectors)
+        for index, plan in zip(order, threads.map(search, [vectors[i] for i in order])):
+            plans[index] = plan
         unsolved = [i for i, plan in enumerate(plans) if plan is None]
         if unsolved:
             # The unified-planning path words the error (and would catch a wrong verdict).
