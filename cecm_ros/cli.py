@@ -142,7 +142,7 @@ def _core_demo(args) -> int:
             started = time.perf_counter()
             plan = planner.plan(task, truth)
             elapsed = time.perf_counter() - started
-            print(f'\n== partner {partner}: lacks {model.catalog.format_vector(truth)}')
+            print(f'\n== partner {partner}: lacks {model.catalog.describe_missing(truth)}')
             print(f'joint plan under the true capabilities (planned in {elapsed:.3f} s):')
             print(plan.format())
             record = run_shared_task(model, task, RobotTeammate(planner, model.catalog

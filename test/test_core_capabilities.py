@@ -171,3 +171,9 @@ def test_catalog_file_errors(tmp_path):
     with pytest.raises(ConfigError, match='duplicate capability names'):
         CapabilityCatalog.from_yaml(duplicate)
     assert issubclass(ConfigError, CecmError) and issubclass(UnknownNameError, CecmError)
+
+
+def test_messages_say_what_a_vector_lacks(catalog):
+    assert catalog.describe_missing(catalog.all_capable()) == 'nothing'
+    high = catalog.partner_vector('high_capability')
+    assert catalog.describe_missing(high) == 'place_living_room, place_bedroom'

@@ -126,6 +126,11 @@ class CapabilityCatalog:
         missing = [f'{self.names[i]}=0' for i in np.flatnonzero(~vector)]
         return ','.join(missing) if missing else 'all'
 
+    def describe_missing(self, vector: np.ndarray) -> str:
+        """What a vector lacks, for messages: the missing names, or ``nothing``."""
+        vector = self.check_vector(vector)
+        return ', '.join(self.names[i] for i in np.flatnonzero(~vector)) or 'nothing'
+
     def check_vector(self, vector: Sequence[bool] | np.ndarray) -> np.ndarray:
         array = np.asarray(vector)
         if array.shape != (len(self),):

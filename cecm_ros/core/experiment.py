@@ -25,7 +25,7 @@ import numpy as np
 from . import metrics
 from .domain import TidyUpModel
 from .errors import ConfigError
-from .estimator import Estimator, EstimatorSettings, make_estimator
+from .estimator import EstimatorSettings, make_estimator
 from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from .partners import RobotTeammate, SimulatedHuman, TaskRecord, run_shared_task
 from .planner import JointPlanner
@@ -83,12 +83,11 @@ class TaskResult:
     update_message: str
 
 
-def task_metrics(model: TidyUpModel, record: TaskRecord, estimator: Estimator,
-                 truth: np.ndarray, accepted: int, message: str, run: int,
+def task_metrics(model: TidyUpModel, record: TaskRecord, estimate: np.ndarray,
+                 theta: np.ndarray, truth: np.ndarray, accepted: int, message: str, run: int,
                  index: int) -> TaskResult:
     """The paper's metrics for one task (Hamming after the update on that task)."""
     active = ~model.inert_mask
-    estimate = estimator.estimate
     bits = ''.join('1' if b else '0' for b in estimate)
     return TaskResult(
         run=run, task_index=index, task_id=record.task.task_id,
@@ -100,7 +99,7 @@ def task_metrics(model: TidyUpModel, record: TaskRecord, estimator: Estimator,
         accepted_samples=accepted, corrections=record.corrections,
         robot_decisions=record.robot_decisions, goal_reached=record.goal_reached,
         estimate=bits, truth=''.join('1' if b else '0' for b in truth),
-        theta=' '.join(f'{value:.3f}' for value in estimator.belief.theta),
+        theta=' '.join(f'{value:.3f}' for value in theta),
         update_message=message)
 
 
@@ -127,7 +126,8 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
         record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
                                  human)
         update = estimator.update(task, record.trajectory)
-        result = task_metrics(model, record, estimator, truth, update.samples_accepted,
+        result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
+                              update.samples_accepted,
                               update.message, run, index)
         results.append(result)
         if report:

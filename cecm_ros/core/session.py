@@ -10,7 +10,6 @@ the same summary document as ``cecm experiment`` (one run), through the same
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,23 +30,22 @@ def evaluator_for(method: str, planner: JointPlanner):
     return DiversePlanEvaluator(planner) if method == 'cecm_div' else SharedPlanEvaluator(planner)
 
 
-@dataclass(frozen=True)
-class _EstimateView:
-    """What ``task_metrics`` reads of an estimator: its current estimate."""
-
-    estimate: np.ndarray
-
-
 def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np.ndarray,
                         truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
                         corrections: int, robot_decisions: int, goal_reached: bool,
-                        accepted: int, message: str) -> TaskResult:
-    """The metrics row of task ``index`` (0-based), Hamming after that task's update."""
+                        accepted: int, message: str,
+                        theta: np.ndarray | None = None) -> TaskResult:
+    """The metrics row of task ``index`` (0-based), Hamming after that task's update.
+
+    ``theta`` is the belief's P(c_i = 1); without it the estimate's bits stand in.
+    """
+    estimate = np.asarray(estimate, dtype=bool)
+    theta = estimate.astype(float) if theta is None else np.asarray(theta, dtype=float)
     record = TaskRecord(task=task, robot_plan=robot_plan, human_plan=human_plan,
                         trajectory=[], corrections=corrections,
                         robot_decisions=robot_decisions, goal_reached=goal_reached)
-    return task_metrics(model, record, _EstimateView(np.asarray(estimate, dtype=bool)),
-                        np.asarray(truth, dtype=bool), accepted, message, run=0, index=index)
+    return task_metrics(model, record, estimate, theta, np.asarray(truth, dtype=bool),
+                        accepted, message, run=0, index=index)
 
 
 def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarray

@@ -181,7 +181,7 @@ class CapabilityEstimator(CecmNode):
             self._autosave()
             self.get_logger().info(
                 f'task {outcome.task_id}: {report.message}; estimate lacks '
-                f'{self.model.catalog.format_vector(self.estimator.estimate)} '
+                f'{self.model.catalog.describe_missing(self.estimator.estimate)} '
                 f'({self.estimator.belief.tasks_seen} tasks seen)')
             finish_goal(goal_handle.succeed)
         finally:

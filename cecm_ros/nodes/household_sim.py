@@ -86,7 +86,7 @@ class HouseholdSim(CecmNode):
                     callback_group=self.group))
         self.get_logger().info(
             f'household {self.model.household.name!r}, human capabilities '
-            f'{spec!r} (lacks {self.model.catalog.format_vector(self.truth)}); skills '
+            f'{spec!r} (lacks {self.model.catalog.describe_missing(self.truth)}); skills '
             f'{", ".join(skills)} for robot and human')
 
     def deactivate(self) -> None:

@@ -66,7 +66,7 @@ class JointPlannerNode(CecmNode):
         self.belief_source = f'{msg.method} belief of {msg.partner_id!r} after ' \
                              f'{msg.tasks_seen} tasks'
         self.get_logger().info(f'planning under the {self.belief_source}: lacks '
-                               f'{self.model.catalog.format_vector(estimate)}')
+                               f'{self.model.catalog.describe_missing(estimate)}')
 
     def _on_plan(self, request: PlanTask.Request, response: PlanTask.Response):
         catalog = self.model.catalog

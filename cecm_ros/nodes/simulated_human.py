@@ -93,7 +93,7 @@ class SimulatedHumanNode(CecmNode):
                                      QOS_EVENTS, callback_group=serial),
         ]
         self.get_logger().info(f'partner {spec!r}: lacks '
-                               f'{self.model.catalog.format_vector(self.truth)}')
+                               f'{self.model.catalog.describe_missing(self.truth)}')
 
     def teardown(self) -> None:
         destroy_all(self, self._entities)

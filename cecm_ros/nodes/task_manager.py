@@ -142,7 +142,7 @@ class TaskManager(CecmNode):
         source = (f'{len(self.file_tasks)} tasks from {tasks_file}' if self.file_tasks
                   else f'{self.param("num_tasks")} generated tasks (seed {self.param("seed")})')
         self.get_logger().info(f'{source}; partner {self.partner!r} lacks '
-                               f'{self.model.catalog.format_vector(self.truth)} (for metrics '
+                               f'{self.model.catalog.describe_missing(self.truth)} (for metrics '
                                'only)')
 
     def activate(self) -> None:
@@ -297,7 +297,7 @@ class TaskManager(CecmNode):
         self.get_logger().info(
             f'[task 0/{count}] prior belief ({prior.method}, {prior.tasks_seen} tasks seen): '
             f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f}) '
-            f'estimate lacks {self.model.catalog.format_vector(estimate)}')
+            f'estimate lacks {self.model.catalog.describe_missing(estimate)}')
 
     # ----------------------------------------------------------------- one task
     def _run_task(self, index: int, count: int, task: Task):
@@ -345,13 +345,14 @@ class TaskManager(CecmNode):
         result = session_task_result(
             self.model, index, task, estimate, self.truth, robot_plan, human_plan,
             outcome.corrections, outcome.robot_actions, outcome.goal_reached,
-            update.samples_accepted, update.message)
+            update.samples_accepted, update.message,
+            theta=list(belief.theta))
         self.get_logger().info(
             f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f}) '
             f'corrections={result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
             f'infeasible={result.infeasible_assigned} accepted={result.accepted_samples} '
             f'steps={len(trajectory) - 1} ({time.perf_counter() - started:.1f} s); '
-            f'estimate lacks {self.model.catalog.format_vector(estimate)}')
+            f'estimate lacks {self.model.catalog.describe_missing(estimate)}')
         return result
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
