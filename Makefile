@@ -30,7 +30,7 @@ TASKS ?= 5
 # 0.55, 0.45, 0.35 for seeds 0, 5, 6, 7, 8); see docs/experiments.md for why.
 SEED ?= 5
 # CE-CM samples per task in the demo (the paper's N). A 5-task session takes about
-# 2 minutes on 2 idle cores at 500 and 1.5 at 100; fewer are allowed (the demo says so).
+# 35 s on 2 idle cores at 500; fewer are allowed (the demo says so).
 DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
