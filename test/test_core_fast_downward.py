@@ -9,7 +9,7 @@ import pytest
 from core_fixtures import close_planner, make_task
 
 from cecm_ros.core.domain import TidyUpModel, atom
-from cecm_ros.core.errors import PlannerTimeoutError, UnsolvableTaskError
+from cecm_ros.core.errors import PlannerTimeoutError, PlanningError, UnsolvableTaskError
 from cecm_ros.core.fast_downward import TranslatedTask, fast_downward_root
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskGenerator
@@ -79,6 +79,13 @@ def test_sas_operator_section_is_split_and_restricted():
     assert 'first x' not in only_second and 'second y' in only_second
     assert only_second.split('end_goal\n')[1].startswith('1\nbegin_operator')
     assert task.restricted([True, True]) == SAS
+
+
+def test_truncated_sas_is_a_planning_error():
+    with pytest.raises(PlanningError, match='operator 2 of 2 is incomplete'):
+        TranslatedTask.parse(SAS.split('second y')[0])
+    with pytest.raises(PlanningError, match='without a goal'):
+        TranslatedTask.parse('begin_version\n3\nend_version\n')
 
 
 def test_restriction_needs_one_flag_per_operator():

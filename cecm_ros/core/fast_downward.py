@@ -64,8 +64,11 @@ class TranslatedTask:
         names, blocks, index = [], [], count_at + 1
         for _ in range(count):
             end = index
-            while lines[end].strip() != 'end_operator':
+            while end < len(lines) and lines[end].strip() != 'end_operator':
                 end += 1
+            if end >= len(lines) or lines[index].strip() != 'begin_operator':
+                raise PlanningError(f'Fast Downward wrote a SAS file whose operator '
+                                    f'{len(names) + 1} of {count} is incomplete')
             names.append(lines[index + 1].strip())
             blocks.append(''.join(lines[index:end + 1]))
             index = end + 1
