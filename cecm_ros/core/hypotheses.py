@@ -11,7 +11,7 @@ plan it induces. Two interchangeable evaluators:
   For a sample ``c`` it therefore plans under ``c' = all ones`` and, while the plan uses
   a capability that ``c`` lacks, removes those capabilities from ``c'`` and plans again.
   Samples that agree on the capabilities the plans actually use share every call, and
-  the planner solves the remaining distinct vectors in parallel worker processes.
+  the planner solves the remaining distinct vectors in parallel.
   Answers can differ from the naive ones only where equally cheap plans tie.
 """
 
