@@ -175,9 +175,6 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         'capabilities': list(model.catalog.names),
         'inert_capabilities': model.inert_capabilities,
         'true_capabilities': model.catalog.format_vector(model.catalog.resolve(settings.partner)),
-        'true_capability_bits': ' '.join(
-            f'{name}={int(bit)}' for name, bit in
-            zip(model.catalog.names, model.catalog.resolve(settings.partner))),
         'wall_time_s': round(wall_s, 3),
         'per_task': per_task,
         **(extra or {}),
@@ -281,8 +278,8 @@ def _plot_capabilities(summaries: dict[str, dict], out_dir: Path, title: str, pl
     """One panel per capability: theta over tasks per method, the truth dashed."""
     first = next(iter(summaries.values()))
     names = list(first['per_task'][0]['theta'])
-    truth = dict(item.split('=') for item in first.get('true_capability_bits', '').split()
-                 if '=' in item)
+    missing = set(first.get('true_capabilities', 'all').split(','))
+    truth = {name: 0.0 if f'{name}=0' in missing else 1.0 for name in names}
     columns = 5
     rows = -(-len(names) // columns)
     figure, grid = plt.subplots(rows, columns, figsize=(2.3 * columns, 1.7 * rows), dpi=110,
@@ -298,8 +295,7 @@ def _plot_capabilities(summaries: dict[str, dict], out_dir: Path, title: str, pl
             line, = axes.plot(x, mean, marker='.', label=METHOD_LABELS.get(method, method))
             axes.set_xticks(x)
             axes.fill_between(x, low, high, alpha=0.2, color=line.get_color())
-        if name in truth:
-            axes.axhline(float(truth[name]), color='black', linestyle='--', linewidth=1)
+        axes.axhline(truth[name], color='black', linestyle='--', linewidth=1)
         axes.set_title(name, fontsize=8)
         axes.set_ylim(-0.05, 1.05)
         axes.grid(alpha=0.3)

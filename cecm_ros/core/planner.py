@@ -363,7 +363,7 @@ class JointPlanner:
         model = self.model
         goal = model.state_from_atoms(task.goal)
         if model.state_from_atoms(task.initial) & goal == goal:
-            return self._solve_in_workers(task, vectors)
+            return [build_joint_plan(model, task, [], vector) for vector in vectors]
         translated, gates = self._translation(task)
         if translated.unsolvable:
             return self._solve_in_workers(task, vectors)
@@ -403,6 +403,8 @@ class JointPlanner:
             if known is not None:
                 self._translations.move_to_end(task.key)
                 return known
+        # Written by unified-planning as its own calls do, so that Fast Downward sees the
+        # same task text as on the reference path (fewer ties broken differently).
         writer = PDDLWriter(self.model.base_problem(task))
         translated = self._search.translate(writer.get_domain(), writer.get_problem(),
                                             f'task {task.task_id}')

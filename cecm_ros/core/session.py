@@ -33,18 +33,13 @@ def evaluator_for(method: str, planner: JointPlanner):
 def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np.ndarray,
                         truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
                         corrections: int, robot_decisions: int, goal_reached: bool,
-                        accepted: int, message: str,
-                        theta: np.ndarray | None = None) -> TaskResult:
-    """The metrics row of task ``index`` (0-based), Hamming after that task's update.
-
-    ``theta`` is the belief's P(c_i = 1); without it the estimate's bits stand in.
-    """
-    estimate = np.asarray(estimate, dtype=bool)
-    theta = estimate.astype(float) if theta is None else np.asarray(theta, dtype=float)
+                        accepted: int, message: str, theta: Sequence[float]) -> TaskResult:
+    """The metrics row of task ``index`` (0-based), Hamming after that task's update."""
     record = TaskRecord(task=task, robot_plan=robot_plan, human_plan=human_plan,
                         trajectory=[], corrections=corrections,
                         robot_decisions=robot_decisions, goal_reached=goal_reached)
-    return task_metrics(model, record, estimate, theta, np.asarray(truth, dtype=bool),
+    return task_metrics(model, record, np.asarray(estimate, dtype=bool),
+                        np.asarray(theta, dtype=float), np.asarray(truth, dtype=bool),
                         accepted, message, run=0, index=index)
 
 
