@@ -66,14 +66,17 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                              'belief (sequential variant) (default: %(default)s)')
     forgetting = parser.add_mutually_exclusive_group()
     forgetting.add_argument('--window', type=int,
-                            help='forget samples older than this many tasks (default: off)')
+                            help='forget samples older than this many tasks (0: off; '
+                                 'default: off, in `cecm demo` 1)')
     forgetting.add_argument('--decay', type=float,
                             help='weigh samples from k tasks ago by DECAY**k (default: off)')
 
 
 def _estimator_settings(args) -> EstimatorSettings:
+    # 0 switches the window off, as the estimator node's `window` parameter does.
+    window = None if args.window == 0 else args.window
     return EstimatorSettings(samples=args.samples, prior=args.prior, epsilon=args.epsilon,
-                             psi=args.psi, window=args.window, decay=args.decay,
+                             psi=args.psi, window=window, decay=args.decay,
                              proposal=args.proposal)
 
 
@@ -114,6 +117,8 @@ def _print_task(model, task) -> None:
 
 
 def cmd_demo(args) -> int:
+    if args.decay is not None:
+        args.window = None  # --decay replaces the demo's default window of one task
     if not args.no_ros:
         try:
             from .demo_graph import run_graph_demo

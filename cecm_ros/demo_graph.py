@@ -282,6 +282,23 @@ def _report(summary_path: Path) -> None:
              f'{last["hamming_active"]["mean"]:.2f})')
 
 
+def _estimator_variant(args) -> str:
+    """Which CE-CM reading the session runs, in words (the demo's default differs)."""
+    proposal = getattr(args, 'proposal', 'prior')
+    forgetting = (f'window {args.window}' if args.window else
+                  f'decay {args.decay:g}' if args.decay else 'all tasks pooled')
+    source = 'the current belief' if proposal == 'belief' else 'the prior'
+    if proposal == 'belief' and args.window == 1:
+        name = 'the sequential variant'
+    elif proposal == 'prior' and not args.window and not args.decay:
+        name = "the paper's pooled version"
+    else:
+        name = 'a custom setting'
+    hint = ('' if name == "the paper's pooled version"
+            else "; `--proposal prior --window 0` runs the paper's pooled version")
+    return f'{name} (samples from {source}, {forgetting}){hint}'
+
+
 def run_graph_demo(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -299,9 +316,8 @@ def run_graph_demo(args) -> int:
             f' (the paper uses {PAPER_SAMPLES}; fewer keep the demo short)'
         _say(f'TidyUP session: partner {spec}, {args.tasks} tasks, seed {args.seed}, '
              f'{args.method} with {args.samples} samples per task{note}')
-        if getattr(args, 'proposal', 'prior') == 'belief':
-            _say(f'estimator: sequential variant (samples from the current belief, window '
-                 f'{args.window}); `--proposal prior` runs the paper\'s pooled version')
+        if args.method.startswith('cecm'):
+            _say(f'estimator: {_estimator_variant(args)}')
         use_launch = shutil.which('ros2') is not None and \
             importlib.util.find_spec('launch_ros') is not None
         if use_launch:

@@ -39,6 +39,12 @@ ARGUMENTS = {
     'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
     'seed': ('', "Seed of the task generator and of CE-CM's sampling; '' = params_file (0)"),
     'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
+    'method': ('', "Estimator: cecm, cecm_div, optimistic or pessimistic; "
+                   "'' = params_file (cecm)"),
+    'proposal': ('', "CE-CM draws samples from the 'prior' (the paper) or the current "
+                     "'belief'; '' = params_file (belief)"),
+    'window': ('', "Keep the samples of this many recent tasks, 0 = all (the paper); "
+                   "'' = params_file (1)"),
     'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
     'log_level': ('info', 'Log level of every node'),
@@ -61,6 +67,9 @@ def _overrides(context) -> dict[str, dict]:
         'num_tasks': (int, ['task_manager']),
         'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
         'samples': (int, ['capability_estimator']),
+        'method': (str, ['capability_estimator']),
+        'proposal': (str, ['capability_estimator']),
+        'window': (int, ['capability_estimator']),
         'summary_path': (str, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
     }

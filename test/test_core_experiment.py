@@ -1,5 +1,6 @@
 """The experiment runner, its outputs and the update benchmark (small settings)."""
 
+import argparse
 import csv
 import json
 
@@ -110,6 +111,31 @@ def test_cli_reports_bad_input_without_a_traceback(capsys):
     assert 'superhuman' in capsys.readouterr().err
     assert cecm_main(['plan', '--capabilities', 'fly_kitchen=0']) == 2
     assert 'fly_kitchen' in capsys.readouterr().err
+
+
+def test_cli_estimator_variants():
+    from cecm_ros.cli import _estimator_settings, build_parser
+
+    def settings(*argv):
+        return _estimator_settings(build_parser().parse_args(list(argv)))
+
+    assert settings('experiment').window is None                  # the paper: pooled
+    assert settings('experiment', '--window', '0').window is None  # 0 = off, as in the node
+    assert settings('experiment', '--window', '2').window == 2
+    demo = settings('demo')
+    assert (demo.proposal, demo.window) == ('belief', 1)           # the sequential variant
+    with pytest.raises(SystemExit):                                # one kind of forgetting
+        settings('experiment', '--window', '2', '--decay', '0.5')
+
+
+def test_demo_decay_replaces_its_default_window(monkeypatch):
+    import cecm_ros.cli as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, '_core_demo', lambda args: seen.update(vars(args)) or 0)
+    assert cli.main(['demo', '--no-ros', '--decay', '0.5']) == 0
+    assert (seen['window'], seen['decay']) == (None, 0.5)
+    assert cli._estimator_settings(argparse.Namespace(**seen)).decay == 0.5
 
 
 def test_bench_reports_its_figures(model):
