@@ -32,7 +32,6 @@ from cecm_ros.nodes.common import (
     QOS_LATCHED,
     CecmNode,
     StopRequestedError,
-    destroy_all,
     finish_goal,
     run_node,
 )
@@ -70,7 +69,6 @@ class CapabilityEstimator(CecmNode):
                      "update ('' = none)")
         self.declare('planner_workers', 2, 'Planner worker processes for hypothesis plans')
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
-        self._entities = []
         self.planner: JointPlanner | None = None
         self.estimator = None
         self.busy = False
@@ -119,12 +117,6 @@ class CapabilityEstimator(CecmNode):
 
     def activate(self) -> None:
         self._publish()
-
-    def teardown(self) -> None:
-        destroy_all(self, self._entities)
-        self._entities = []
-        self.close_planner(self.planner)
-        self.planner = None
 
     def _make_estimator(self, belief: CapabilityBelief | None):
         return make_estimator(self.method, self.model, self.evaluator, self.settings,

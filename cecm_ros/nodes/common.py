@@ -101,6 +101,8 @@ class CecmNode(LifecycleNode):
         self.finished: Future = Future()   # completes when the process should end
         self.exit_code = 0
         self._condition = threading.Condition()
+        self._entities: list = []   # what configure() created, for teardown()
+        self.planner = None         # a core JointPlanner, for nodes that plan
 
     # ---------------------------------------------------------------- parameters
     def declare(self, name: str, default: Any, description: str,
@@ -139,7 +141,14 @@ class CecmNode(LifecycleNode):
         """Called when the node stops being active (override)."""
 
     def teardown(self) -> None:
-        """Destroy what configure() created (override; must tolerate partial setup)."""
+        """Destroy what configure() created and stop the planner (extend, calling this).
+
+        Tolerates a partial setup: configure() may have failed half way.
+        """
+        destroy_all(self, self._entities)
+        self._entities = []
+        planner, self.planner = self.planner, None
+        self.close_planner(planner)
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.stopping.clear()

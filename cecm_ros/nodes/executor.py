@@ -30,7 +30,6 @@ from cecm_ros.nodes.common import (
     CecmNode,
     SafeActionClient,
     StopRequestedError,
-    destroy_all,
     finish_goal,
     run_node,
 )
@@ -62,7 +61,6 @@ class Executor(CecmNode):
         self.declare('skill_timeout_s', 120.0, 'How long to wait for one skill to finish')
         self.declare('state_timeout_s', 10.0,
                      'How long to wait for the team_state of a step (and of step 0)')
-        self._entities = []
         self.goal_handle: ServerGoalHandle | None = None
         self.states: dict[str, dict[int, TeamState]] = {}
         self.task_id = ''
@@ -104,10 +102,6 @@ class Executor(CecmNode):
         ]
         self.get_logger().info(f'correction window {self.window:g} s, at most '
                                f'{self.max_steps} steps per task')
-
-    def teardown(self) -> None:
-        destroy_all(self, self._entities)
-        self._entities = []
 
     # ------------------------------------------------------------------- topics
     def _on_team_state(self, msg: TeamState) -> None:

@@ -25,7 +25,6 @@ from cecm_ros.nodes.common import (
     QOS_TEAM_STATE,
     CecmNode,
     StopRequestedError,
-    destroy_all,
     run_node,
 )
 from cecm_ros.srv import ResetWorld
@@ -50,7 +49,6 @@ class HouseholdSim(CecmNode):
         self.declare('step_timeout_s', 60.0,
                      "How long a skill goal waits for the other agent's action of the same "
                      'step before it is aborted (0 = wait forever)')
-        self._entities = []
         self.world: WorldSimulator | None = None
         self.task = None
         self.generation = 0          # incremented by every reset; stale goals abort
@@ -97,8 +95,7 @@ class HouseholdSim(CecmNode):
 
     def teardown(self) -> None:
         self.deactivate()
-        destroy_all(self, self._entities)
-        self._entities = []
+        super().teardown()
         self.world = None
 
     # -------------------------------------------------------------------- reset

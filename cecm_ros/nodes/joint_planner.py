@@ -16,7 +16,7 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.msg import CapabilityBelief, JointPlan
 from cecm_ros.nodes import conversions as conv
-from cecm_ros.nodes.common import QOS_LATCHED, CecmNode, destroy_all, run_node
+from cecm_ros.nodes.common import QOS_LATCHED, CecmNode, run_node
 from cecm_ros.srv import PlanTask
 
 
@@ -26,7 +26,6 @@ class JointPlannerNode(CecmNode):
         self.declare_model_parameters()
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
         self.declare('planner_workers', 1, 'Planner worker processes (parallel requests)')
-        self._entities = []
         self.planner: JointPlanner | None = None
         self.estimate = None
         self.belief_source = ''
@@ -49,12 +48,6 @@ class JointPlannerNode(CecmNode):
             f'household {self.model.household.name!r}, {len(self.model.catalog)} '
             f'capabilities, timeout {self.param("planner_timeout_s"):g} s, '
             f'{self.param("planner_workers")} planner worker(s)')
-
-    def teardown(self) -> None:
-        destroy_all(self, self._entities)
-        self._entities = []
-        self.close_planner(self.planner)
-        self.planner = None
 
     def _on_belief(self, msg: CapabilityBelief) -> None:
         try:

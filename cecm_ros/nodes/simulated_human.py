@@ -29,7 +29,6 @@ from cecm_ros.nodes.common import (
     QOS_LATCHED,
     CecmNode,
     SafeActionClient,
-    destroy_all,
     run_node,
 )
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
@@ -55,7 +54,6 @@ class SimulatedHumanNode(CecmNode):
         self.declare('seed', 0, 'Seed of the forgo choices (one draw per task)')
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
         self.declare('planner_workers', 1, 'Planner worker processes')
-        self._entities = []
         self.planner: JointPlanner | None = None
         self.human: CoreHuman | None = None
         self.task = None
@@ -94,12 +92,6 @@ class SimulatedHumanNode(CecmNode):
         ]
         self.get_logger().info(f'partner {spec!r}: lacks '
                                f'{self.model.catalog.describe_missing(self.truth)}')
-
-    def teardown(self) -> None:
-        destroy_all(self, self._entities)
-        self._entities = []
-        self.close_planner(self.planner)
-        self.planner = None
 
     # ------------------------------------------------------------------- tasks
     def _on_task(self, msg: TaskRequest) -> None:

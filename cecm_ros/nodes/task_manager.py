@@ -43,7 +43,6 @@ from cecm_ros.nodes.common import (
     CecmNode,
     SafeActionClient,
     StopRequestedError,
-    destroy_all,
     run_node,
 )
 from cecm_ros.srv import ResetWorld, StartTasks
@@ -91,7 +90,6 @@ class TaskManager(CecmNode):
         self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take')
         self.declare('message_timeout_s', 30.0,
                      'How long to wait for a belief, partner plan or team state message')
-        self._entities = []
         self.running = False
         self.sessions = 0
         self.belief: CapabilityBelief | None = None
@@ -154,8 +152,7 @@ class TaskManager(CecmNode):
 
     def teardown(self) -> None:
         self._cancel_timer()
-        destroy_all(self, self._entities)
-        self._entities = []
+        super().teardown()
 
     # ------------------------------------------------------------------- topics
     def _on_belief(self, msg: CapabilityBelief) -> None:
