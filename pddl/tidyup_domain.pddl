@@ -22,10 +22,12 @@
     (can-pick ?a - agent ?r - room)
     (can-place ?a - agent ?r - room)
     (can-wash ?a - agent ?r - room))
+  ;; Costs are given per ground action (not only per agent and item) so that the
+  ;; planner can add a small tie-breaking weight to each; see cecm_ros/core/domain.py.
   (:functions
     (total-cost) - number
-    (move-cost ?a - agent) - number
-    (handling-cost ?a - agent ?i - item) - number)
+    (move-cost ?a - agent ?from ?to - room) - number
+    (handling-cost ?a - agent ?i - item ?r - room) - number)
 
   ;; Going through a door into ?to is gated by the capability move_<?to>.
   (:action move
@@ -33,19 +35,19 @@
     :precondition (and (agent-at ?a ?from) (not (= ?from ?to)) (connected ?from ?to)
                        (can-move ?a ?to))
     :effect (and (not (agent-at ?a ?from)) (agent-at ?a ?to)
-                 (increase (total-cost) (move-cost ?a))))
+                 (increase (total-cost) (move-cost ?a ?from ?to))))
 
   (:action pick
     :parameters (?a - agent ?i - item ?r - room)
     :precondition (and (agent-at ?a ?r) (item-at ?i ?r) (hand-free ?a) (can-pick ?a ?r))
     :effect (and (not (item-at ?i ?r)) (not (hand-free ?a)) (holding ?a ?i)
-                 (increase (total-cost) (handling-cost ?a ?i))))
+                 (increase (total-cost) (handling-cost ?a ?i ?r))))
 
   (:action place
     :parameters (?a - agent ?i - item ?r - room)
     :precondition (and (agent-at ?a ?r) (holding ?a ?i) (can-place ?a ?r))
     :effect (and (item-at ?i ?r) (hand-free ?a) (not (holding ?a ?i))
-                 (increase (total-cost) (handling-cost ?a ?i))))
+                 (increase (total-cost) (handling-cost ?a ?i ?r))))
 
   ;; Washing needs the item in hand and a sink in the room.
   (:action wash
@@ -53,5 +55,5 @@
     :precondition (and (agent-at ?a ?r) (holding ?a ?i) (dirty ?i) (has-sink ?r)
                        (can-wash ?a ?r))
     :effect (and (not (dirty ?i)) (clean ?i)
-                 (increase (total-cost) (handling-cost ?a ?i))))
+                 (increase (total-cost) (handling-cost ?a ?i ?r))))
 )

@@ -6,8 +6,20 @@ import numpy as np
 import pytest
 from core_fixtures import make_task
 
-from cecm_ros.core.domain import HUMAN, ROBOT, Task, TidyUpModel, atom, split_atom
+from cecm_ros.core.domain import (
+    ACTION_UNIT,
+    COST_SCALE,
+    HUMAN,
+    MAX_EXACT_PLAN_LENGTH,
+    ROBOT,
+    TIE_WEIGHTS,
+    Task,
+    TidyUpModel,
+    atom,
+    split_atom,
+)
 from cecm_ros.core.errors import ConfigError, UnknownNameError
+from cecm_ros.core.tasks import TaskGenerator
 
 WASH_OUTSIDE_KITCHEN = ['wash_living_room', 'wash_bedroom', 'wash_study', 'wash_bathroom']
 
@@ -72,6 +84,23 @@ def test_ground_action_semantics(model):
     assert model.atoms_of(wash.add) == ['(clean bowl)']
     assert model.atoms_of(wash.delete) == ['(dirty bowl)']
     assert wash.cost == 4
+
+
+def test_planner_cost_orders_cost_then_length_then_tie_weight(model):
+    move = model.action('(move human kitchen study)')
+    wash = model.action('(wash robot bowl kitchen)')
+    for action in (move, wash):
+        weight = action.planner_cost - action.cost * COST_SCALE - ACTION_UNIT
+        assert 0 <= weight < TIE_WEIGHTS
+    # The longest plan counted exactly still loses to one household cost unit more...
+    assert MAX_EXACT_PLAN_LENGTH * (ACTION_UNIT + TIE_WEIGHTS - 1) < COST_SCALE
+    # ...and every weight sum to one action more.
+    assert MAX_EXACT_PLAN_LENGTH * (TIE_WEIGHTS - 1) < ACTION_UNIT
+    text = model._problem_text(TaskGenerator(model, seed=1).next_task())
+    assert f'(= (move-cost human kitchen study) {move.planner_cost})' in text
+    assert f'(= (handling-cost robot bowl kitchen) {wash.planner_cost})' in text
+    weights = {value % ACTION_UNIT for value in model.planner_costs.values()}
+    assert len(weights) > 30  # the weights really spread (they are not all alike)
 
 
 def test_action_lookup_accepts_several_spellings(model):

@@ -104,6 +104,11 @@ def test_fast_path_finds_plans_as_cheap_as_full_planner_calls(model, planners, s
         expected = reference.plan(task, vector)
         assert plan.cost == pytest.approx(expected.cost)
         assert not (set(plan.human_capabilities_used) - set(np.flatnonzero(vector)))
+        # The planner's tie-breaking objective makes the two paths agree on the plan too
+        # (up to the order of independent actions, which the joint steps do not show).
+        assert plan.planner_cost == expected.planner_cost
+        assert plan.steps == expected.steps
+        assert plan.trajectory == expected.trajectory
 
 
 def test_fast_path_reports_an_unsolvable_goal(model, planners):

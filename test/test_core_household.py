@@ -101,12 +101,22 @@ def test_goal_room_unknown_is_named(tmp_path):
         Household.from_yaml(path)
 
 
-@pytest.mark.parametrize('cost', [0, -1])
-def test_non_positive_cost_is_rejected(tmp_path, cost):
+@pytest.mark.parametrize('cost', [0, -1, 2.5, 21])
+def test_cost_outside_whole_numbers_1_to_20_is_rejected(tmp_path, cost):
     items = {**CUSTOM_ITEMS, 'mug': {**CUSTOM_ITEMS['mug'], 'cost': {'robot': cost,
                                                                      'human': 1}}}
     path = write_household(tmp_path, custom_document(items=items))
-    with pytest.raises(ConfigError, match=r"item 'mug'.*'robot' must be positive"):
+    with pytest.raises(ConfigError,
+                       match=rf"item 'mug'.*'robot' must be a whole number from 1 to 20, "
+                             rf"got {cost:g}"):
+        Household.from_yaml(path)
+
+
+def test_move_cost_outside_whole_numbers_is_rejected(tmp_path):
+    document = custom_document()
+    document['household']['agents']['human']['move_cost'] = 0.5
+    path = write_household(tmp_path, document)
+    with pytest.raises(ConfigError, match=r"move_cost of 'human' must be a whole number"):
         Household.from_yaml(path)
 
 

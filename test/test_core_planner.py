@@ -20,7 +20,7 @@ from core_fixtures import (
 
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, TidyUpModel, atom
 from cecm_ros.core.errors import PlannerTimeoutError, UnsolvableTaskError
-from cecm_ros.core.planner import JointPlan, JointPlanner, lift_to_joint_steps
+from cecm_ros.core.planner import JointPlan, JointPlanner, canonical_order, lift_to_joint_steps
 from cecm_ros.core.tasks import TaskGenerator
 
 PROPERTY_SEEDS = range(12)
@@ -341,3 +341,31 @@ def test_lifting_keeps_dependent_actions_in_order(model):
     names = [(r.name if r else NOOP, h.name if h else NOOP) for r, h in steps]
     assert names == [('(pick robot plate kitchen)', NOOP), ('(move robot kitchen study)', NOOP),
                      ('(place robot plate study)', NOOP), (NOOP, '(pick human plate study)')]
+
+
+def test_canonical_order_makes_reordered_plans_identical(model):
+    """Two trips in either order use the same actions; both become one plan."""
+    start = model.state_from_atoms(
+        {atom('agent-at', ROBOT, 'living_room'), atom('agent-at', HUMAN, 'kitchen'),
+         atom('hand-free', ROBOT), atom('hand-free', HUMAN),
+         atom('item-at', 'blanket', 'living_room'), atom('clean', 'blanket'),
+         atom('item-at', 'plate', 'living_room'), atom('clean', 'plate'),
+         atom('item-at', 'bowl', 'kitchen'), atom('clean', 'bowl'),
+         atom('item-at', 'toothbrush', 'bathroom'), atom('clean', 'toothbrush')})
+    goal = model.state_from_atoms({atom('item-at', 'blanket', 'bedroom'),
+                                   atom('item-at', 'plate', 'study')})
+    blanket_trip = ['(pick robot blanket living_room)', '(move robot living_room bedroom)',
+                    '(place robot blanket bedroom)', '(move robot bedroom living_room)']
+    plate_trip = ['(pick robot plate living_room)', '(move robot living_room study)',
+                  '(place robot plate study)', '(move robot study living_room)']
+    first = [model.action(a) for a in blanket_trip + plate_trip]
+    second = [model.action(a) for a in plate_trip + blanket_trip]
+    ordered = canonical_order(first, start, goal)
+    assert ordered == canonical_order(second, start, goal)
+    assert sorted(a.name for a in ordered) == sorted(a.name for a in first)
+    state = start
+    for action in ordered:
+        assert action.applicable(state)
+        state = action.apply(state)
+    assert state & goal == goal
+

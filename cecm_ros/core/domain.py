@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,6 +32,27 @@ from .resources import DOMAIN_FILE, pddl_path
 up.get_environment().credits_stream = None
 
 NOOP = 'noop'
+
+# What the planner minimises, folded into one integer per ground action:
+#     COST_SCALE * cost + ACTION_UNIT + weight(action),  0 <= weight < TIE_WEIGHTS.
+# For plans of at most MAX_EXACT_PLAN_LENGTH actions that is: the household's cost
+# first, then the number of actions, then the summed weights, a fixed pseudo-random
+# number per cost term (a CRC of its text). Equally cheap plans then rarely tie, so
+# every way of calling the planner (one translation per vector or one per task, a
+# plan shared between hypotheses or searched afresh) finds the same plan. With
+# household costs of at most MAX_ACTION_COST the sum stays within Fast Downward's
+# 32-bit costs for plans of up to 100 actions; TidyUP's have 5-30.
+COST_SCALE = 1_000_000
+ACTION_UNIT = 10_000
+TIE_WEIGHTS = 100
+MAX_EXACT_PLAN_LENGTH = 99
+assert MAX_EXACT_PLAN_LENGTH * (TIE_WEIGHTS - 1) < ACTION_UNIT
+assert MAX_EXACT_PLAN_LENGTH * (ACTION_UNIT + TIE_WEIGHTS - 1) < COST_SCALE
+
+
+def planner_cost(cost: float, term: str) -> int:
+    """The integer the planner sees for a household ``cost`` named by ``term``."""
+    return round(cost) * COST_SCALE + ACTION_UNIT + zlib.crc32(term.encode()) % TIE_WEIGHTS
 STATIC_ROOM_PREDICATES = {'has-sink'}
 CAPABILITY_PREFIX = 'can-'
 
@@ -66,7 +88,8 @@ class GroundAction:
     pre: int
     add: int
     delete: int
-    cost: float
+    cost: float            # the household's cost
+    planner_cost: int      # what the planner minimises (cost, then tie-breaks)
     gate: int | None       # capability index that must be present for a human actor
     statically_possible: bool  # False when a static fact (e.g. a sink) rules it out
 
@@ -106,6 +129,7 @@ class TidyUpModel:
         self._reader_lock = threading.Lock()
         self.propositions: tuple[str, ...] = self._dynamic_propositions()
         self._prop_index = {p: i for i, p in enumerate(self.propositions)}
+        self._cost_terms: dict[str, float] = {}  # filled by the grounding
         self.actions: tuple[GroundAction, ...] = self._ground_actions()
         self._actions_by_name = {a.name: a for a in self.actions}
         self.inert_mask = self._inert_capabilities()
@@ -174,6 +198,13 @@ class TidyUpModel:
             return self.household.item(args[1]).cost[args[0]]
         raise ConfigError(f'cost function {fluent!r} of the domain has no household data')
 
+    @cached_property
+    def planner_costs(self) -> dict[str, int]:
+        """Every cost term a ground action uses, e.g. ``(move-cost human kitchen study)``,
+        and the integer the planner sees for it (see :func:`planner_cost`)."""
+        return {term: planner_cost(cost, term)
+                for term, cost in sorted(self._cost_terms.items())}
+
     def _ground_actions(self) -> tuple[GroundAction, ...]:
         domain = self._domain_problem
         static = {f.name for f in domain.get_static_fluents()}
@@ -188,11 +219,17 @@ class TidyUpModel:
                     ground.append(built)
         return tuple(ground)
 
-    def _cost_of(self, expression: up.FNode, binding: dict[str, str]) -> float:
+    def _cost_of(self, expression: up.FNode, binding: dict[str, str]) -> tuple[float, int]:
+        """The household's cost of one cost effect and the planner's integer for it."""
         if expression.is_fluent_exp():
-            return self._cost_value(*self._bind(expression, binding))
+            fluent, args = self._bind(expression, binding)
+            term = atom(fluent, *args)
+            cost = self._cost_value(fluent, args)
+            self._cost_terms[term] = cost
+            return cost, planner_cost(cost, term)
         if expression.is_constant():
-            return float(expression.constant_value())
+            cost = float(expression.constant_value())
+            return cost, planner_cost(cost, str(expression))
         raise ConfigError(f'unsupported action cost expression {expression}')
 
     @staticmethod
@@ -235,10 +272,12 @@ class TidyUpModel:
                 continue
             pre |= 1 << self._prop_index[atom(name, *args)]
         add = delete = 0
-        cost = 0.0
+        cost, tie_broken = 0.0, 0
         for effect in action.effects:
             if effect.is_increase() and effect.fluent.fluent().name == 'total-cost':
-                cost += self._cost_of(effect.value, binding)
+                term_cost, term_planner_cost = self._cost_of(effect.value, binding)
+                cost += term_cost
+                tie_broken += term_planner_cost
                 continue
             name, args = self._bind(effect.fluent, binding)
             bit = 1 << self._prop_index[atom(name, *args)]
@@ -252,7 +291,7 @@ class TidyUpModel:
         return GroundAction(
             name=atom(action.name, *values), schema=action.name, agent=agent,
             args=tuple(values), pre=pre, add=add, delete=delete, cost=cost,
-            gate=gate, statically_possible=possible)
+            planner_cost=tie_broken, gate=gate, statically_possible=possible)
 
     @staticmethod
     def _bind_term(term: up.FNode, binding: dict[str, str]) -> str:
@@ -332,10 +371,8 @@ class TidyUpModel:
         lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
         lines += [f'  {atom("connected", here, there)}' for here in house.rooms
                   for there in house.rooms if house.connected(here, there)]
+        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()]
         for agent in AGENTS:
-            lines.append(f'  (= (move-cost {agent}) {house.move_cost[agent]:g})')
-            for item in house.items:
-                lines.append(f'  (= (handling-cost {agent} {item.name}) {item.cost[agent]:g})')
             # Everyone starts capable; the planner clones and switches human facts off.
             for predicate in self._capability_predicates:
                 lines += [f'  {atom(predicate, agent, room)}' for room in house.rooms]

@@ -13,6 +13,15 @@ from .resources import DEFAULT_HOUSEHOLD, config_path
 ROBOT = 'robot'
 HUMAN = 'human'
 AGENTS = (ROBOT, HUMAN)
+# Costs are whole numbers (Fast Downward's are integers) and small enough that the
+# planner's tie-breaking encoding of them (cecm_ros.core.domain) cannot overflow.
+MAX_ACTION_COST = 20
+
+
+def _check_cost(cost: float, what: str) -> None:
+    if not (float(cost).is_integer() and 1 <= cost <= MAX_ACTION_COST):
+        raise ConfigError(f'{what} must be a whole number from 1 to {MAX_ACTION_COST}, '
+                          f'got {cost:g}')
 
 
 @dataclass(frozen=True)
@@ -52,15 +61,13 @@ class Household:
         for agent in AGENTS:
             if agent not in self.move_cost:
                 raise ConfigError(f'household {self.name!r}: no move_cost for agent {agent!r}')
-            if self.move_cost[agent] <= 0:
-                raise ConfigError(f'household {self.name!r}: move_cost of {agent!r} must be '
-                                  f'positive, got {self.move_cost[agent]:g}')
+            _check_cost(self.move_cost[agent], f'household {self.name!r}: move_cost of {agent!r}')
         for item in self.items:
             for agent in AGENTS:
                 cost = item.cost.get(agent)
-                if cost is None or cost <= 0:
-                    raise ConfigError(
-                        f'item {item.name!r}: handling cost for {agent!r} must be positive')
+                if cost is None:
+                    raise ConfigError(f'item {item.name!r}: no handling cost for {agent!r}')
+                _check_cost(cost, f'item {item.name!r}: handling cost for {agent!r}')
             if not item.goal_rooms:
                 raise ConfigError(f'item {item.name!r} has no goal_rooms')
             for room in item.goal_rooms:

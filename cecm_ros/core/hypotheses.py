@@ -12,7 +12,9 @@ plan it induces. Two interchangeable evaluators:
   a capability that ``c`` lacks, removes those capabilities from ``c'`` and plans again.
   Samples that agree on the capabilities the plans actually use share every call, and
   the planner solves the remaining distinct vectors in parallel.
-  Answers can differ from the naive ones only where equally cheap plans tie.
+  "Cost" here is the planner's objective, household cost with its tie-breaks (see
+  ``cecm_ros.core.domain``), whose optimum is nearly always unique: answers can differ
+  from the naive ones only where two plans tie on it too.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ class SharedPlanEvaluator:
     for a sample ``c`` too; in both, ``P`` must use only capabilities that ``c`` has:
 
     1. descent: ``c <= v``, so ``c`` cannot allow anything cheaper than ``v`` does;
-    2. bound: the cost of ``P`` equals the highest optimal cost known for any vector
-       ``v' >= c``, a lower bound on the optimal cost under ``c``.
+    2. bound: the planner cost of ``P`` equals the highest optimum known for any vector
+       ``v' >= c``, a lower bound on the optimum under ``c``.
 
     Samples not settled by known plans are relaxed (the first capability a plan used but
     the sample lacks is removed from ``v``; one at a time, so that samples share the
@@ -125,14 +127,16 @@ def _bounded_plan(sample: np.ndarray, known) -> JointPlan | None:
     lower_bound = None
     for vector, plan, _ in known:
         if not (sample & ~vector).any():  # vector >= sample
-            lower_bound = plan.cost if lower_bound is None else max(lower_bound, plan.cost)
+            lower_bound = max(lower_bound or 0, plan.planner_cost)
     if lower_bound is None:
         return None
     best, best_key = None, None
     for vector, plan, used in known:
-        if (used & ~sample).any() or plan.cost > lower_bound + 1e-9:
+        # The planner's own objective, tie-breaks included: a plan that is merely as
+        # cheap in household cost need not be the one a search under ``sample`` finds.
+        if (used & ~sample).any() or plan.planner_cost > lower_bound:
             continue
-        # Among equally cheap plans prefer the one found under the most similar vector.
+        # Remaining ties: prefer the plan found under the most similar vector.
         key = (int(np.count_nonzero(vector != sample)), vector.tobytes())
         if best_key is None or key < best_key:
             best, best_key = plan, key

@@ -57,6 +57,8 @@ class JointPlan:
     human_capabilities_used: frozenset[int]
     planning_time_s: float = 0.0
     sequential: tuple[str, ...] = field(default=(), repr=False)
+    # The planner's objective (cost, then action count, then tie weights), see domain.py.
+    planner_cost: int = field(default=0, repr=False)
 
     def actions_of(self, agent: str) -> list[str]:
         return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
@@ -69,6 +71,47 @@ class JointPlan:
         lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, human {self.human_cost:g}),'
                      f' {len(self.steps)} joint steps')
         return '\n'.join(lines)
+
+
+# Put things down and wash them before picking the next one up, and finish in a room
+# before leaving it: the order canonical_order tries actions in.
+_SCHEMA_RANK = {'place': 0, 'wash': 1, 'pick': 2, 'move': 3}
+
+
+def canonical_order(actions: list[GroundAction], start: int, goal: int) -> list[GroundAction]:
+    """The first valid ordering of a plan's actions, trying them in one fixed order.
+
+    The planner's tie-breaking costs (``domain.planner_cost``) are additive, so they
+    pin down which actions an optimal plan uses but not their order: a robot that
+    fetches the bowl and then the blanket uses the same actions as one that fetches
+    them the other way round. Re-ordering every plan by one rule makes the result
+    independent of how the planner found it. Depth-first with memoised dead ends; the
+    given order is valid, so some ordering is always found.
+    """
+    ranked = sorted({a.name: a for a in actions}.values(),
+                    key=lambda a: (_SCHEMA_RANK.get(a.schema, len(_SCHEMA_RANK)), a.name))
+    remaining = [sum(1 for a in actions if a.name == r.name) for r in ranked]
+    ordered: list[GroundAction] = []
+    dead_ends: set[tuple[int, tuple[int, ...]]] = set()
+
+    def extend(state: int) -> bool:
+        if len(ordered) == len(actions):
+            return state & goal == goal
+        key = (state, tuple(remaining))
+        if key in dead_ends:
+            return False
+        for index, action in enumerate(ranked):
+            if remaining[index] and action.applicable(state):
+                remaining[index] -= 1
+                ordered.append(action)
+                if extend(action.apply(state)):
+                    return True
+                ordered.pop()
+                remaining[index] += 1
+        dead_ends.add(key)
+        return False
+
+    return ordered if extend(start) else list(actions)
 
 
 def lift_to_joint_steps(actions: Iterable[GroundAction]) -> list[list[GroundAction | None]]:
@@ -185,6 +228,7 @@ def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction]
         state = action.apply(state)
     if state & goal != goal:
         raise PlanningError(f'task {task.task_id}: the plan does not reach the goal')
+    actions = canonical_order(actions, start, goal)
     steps, trajectory, state = [], [start], start
     for robot, human in lift_to_joint_steps(actions):
         for action in (human, robot):
@@ -197,7 +241,7 @@ def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction]
     used = frozenset(a.gate for a in actions if a.agent == HUMAN and a.gate is not None)
     return JointPlan(task.task_id, tuple(steps), robot_cost + human_cost, robot_cost,
                      human_cost, tuple(trajectory), used, elapsed,
-                     tuple(a.name for a in actions))
+                     tuple(a.name for a in actions), sum(a.planner_cost for a in actions))
 
 
 class _WorkerProcess:
