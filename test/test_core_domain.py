@@ -96,7 +96,7 @@ def test_planner_cost_orders_cost_then_length_then_tie_weight(model):
     assert MAX_EXACT_PLAN_LENGTH * (ACTION_UNIT + TIE_WEIGHTS - 1) < COST_SCALE
     # ...and every weight sum to one action more.
     assert MAX_EXACT_PLAN_LENGTH * (TIE_WEIGHTS - 1) < ACTION_UNIT
-    text = model._problem_text(TaskGenerator(model, seed=1).next_task())
+    text = model.problem_text(TaskGenerator(model, seed=1).next_task())
     assert f'(= (move-cost human kitchen study) {move.planner_cost})' in text
     assert f'(= (handling-cost robot bowl kitchen) {wash.planner_cost})' in text
     weights = {value % ACTION_UNIT for value in model.planner_costs.values()}

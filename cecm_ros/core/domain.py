@@ -361,7 +361,8 @@ class TidyUpModel:
         """The same goal from an intermediate state (what a robot re-plans after a step)."""
         return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal)
 
-    def _problem_text(self, task: Task) -> str:
+    def problem_text(self, task: Task) -> str:
+        """The PDDL problem of a task with a fully capable human (not validated)."""
         house = self.household
         lines = [f'(define (problem {_pddl_name(task.task_id)}) (:domain tidyup)',
                  ' (:objects ' + ' '.join(AGENTS) + ' - agent '
@@ -390,10 +391,14 @@ class TidyUpModel:
         with self._reader_lock:  # PDDLReader keeps parser state
             return PDDLReader().parse_problem_string(self._domain_text, problem_text)
 
+    @property
+    def domain_text(self) -> str:
+        return self._domain_text
+
     def base_problem(self, task: Task) -> Problem:
         """The UP problem of a task with a fully capable human."""
         self.validate_task(task)
-        return self._parse(self._problem_text(task))
+        return self._parse(self.problem_text(task))
 
     def conditioned_problem(self, base: Problem, capabilities: np.ndarray) -> Problem:
         """The induced problem: the human's gated actions need the capability."""

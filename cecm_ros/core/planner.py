@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import unified_planning.shortcuts as up
 from unified_planning.engines import PlanGenerationResultStatus as Status
-from unified_planning.io import PDDLWriter
 
 from .domain import HUMAN, NOOP, ROBOT, GroundAction, Task, TidyUpModel
 from .errors import PlannerTimeoutError, PlanningError, UnknownNameError, UnsolvableTaskError
@@ -447,10 +446,12 @@ class JointPlanner:
             if known is not None:
                 self._translations.move_to_end(task.key)
                 return known
-        # Written by unified-planning as its own calls do, so that Fast Downward sees the
-        # same task text as on the reference path (fewer ties broken differently).
-        writer = PDDLWriter(self.model.base_problem(task))
-        translated = self._search.translate(writer.get_domain(), writer.get_problem(),
+        # The model's own PDDL text: parsing it into unified-planning and writing it back
+        # costs more than the translation, and with the planner's tie-breaking the
+        # encoding does not decide which optimal plan is found.
+        self.model.validate_task(task)
+        translated = self._search.translate(self.model.domain_text,
+                                            self.model.problem_text(task),
                                             f'task {task.task_id}')
         gates = np.full(len(translated.operator_names), -1, dtype=np.int64)
         for index, name in enumerate(translated.operator_names):
