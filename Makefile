@@ -28,7 +28,7 @@ TASKS ?= 5
 # Seed 5: a task sequence on which the learning shows in five tasks. With the
 # low-capability partner it depends on the tasks drawn (final Hamming 0.50, 0.30,
 # 0.30, 0.45, 0.30 for seeds 0, 5, 6, 7, 8); see docs/experiments.md for why.
-SEED ?= 5
+SEED ?= 8
 # CE-CM samples per task in the demo (the paper's N). A 5-task session takes about
 # 35 s on 2 idle cores at 500; fewer are allowed (the demo says so).
 DEMO_SAMPLES ?= 500
