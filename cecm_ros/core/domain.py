@@ -32,6 +32,8 @@ from .resources import DOMAIN_FILE, pddl_path
 up.get_environment().credits_stream = None
 
 NOOP = 'noop'
+STATIC_ROOM_PREDICATES = {'has-sink'}
+CAPABILITY_PREFIX = 'can-'
 
 # What the planner minimises, folded into one integer per ground action:
 #     COST_SCALE * cost + ACTION_UNIT + weight(action),  0 <= weight < TIE_WEIGHTS.
@@ -53,8 +55,6 @@ assert MAX_EXACT_PLAN_LENGTH * (ACTION_UNIT + TIE_WEIGHTS - 1) < COST_SCALE
 def planner_cost(cost: float, term: str) -> int:
     """The integer the planner sees for a household ``cost`` named by ``term``."""
     return round(cost) * COST_SCALE + ACTION_UNIT + zlib.crc32(term.encode()) % TIE_WEIGHTS
-STATIC_ROOM_PREDICATES = {'has-sink'}
-CAPABILITY_PREFIX = 'can-'
 
 
 def atom(predicate: str, *args: str) -> str:

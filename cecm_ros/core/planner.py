@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,7 +89,8 @@ def canonical_order(actions: list[GroundAction], start: int, goal: int) -> list[
     """
     ranked = sorted({a.name: a for a in actions}.values(),
                     key=lambda a: (_SCHEMA_RANK.get(a.schema, len(_SCHEMA_RANK)), a.name))
-    remaining = [sum(1 for a in actions if a.name == r.name) for r in ranked]
+    counts = Counter(a.name for a in actions)
+    remaining = [counts[a.name] for a in ranked]
     ordered: list[GroundAction] = []
     dead_ends: set[tuple[int, tuple[int, ...]]] = set()
 
