@@ -53,6 +53,7 @@ SAMPLES = 60
 # within two tasks (Hamming 0.45 -> 0.40); the graph reproduces the core exactly.
 SEED = 2
 SESSION_TIMEOUT_S = 200.0
+WRONG_STEP_ATTEMPTS = 8
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -75,13 +76,17 @@ def session(tmp_path_factory):
         monkeypatch.setenv(key, env[key])
     client = RosClient('cecm_graph_test')
     processes = NodeProcesses(executables, params, env, work)
-    state = {'beliefs': [], 'steps': [], 'sent_wrong_step': None, 'work': work,
+    state = {'beliefs': [], 'steps': [], 'sent_wrong_steps': [], 'work': work,
              'client': client, 'processes': processes, 'domain': domain}
 
     def on_step(msg: StepResult) -> None:
-        # During the first task: a correction for a step that is not open.
-        if state['sent_wrong_step'] is None:
-            state['sent_wrong_step'] = msg.step + 50
+        # While a task runs: a correction for a step that is not open. The subscription
+        # may join late and the step seen may be a task's last, so the correction can
+        # land between tasks ("no task is running"); try again on the next few steps
+        # until the executor has refused one for its step.
+        sent = state['sent_wrong_steps']
+        if len(sent) < WRONG_STEP_ATTEMPTS and not _refusals(processes):
+            sent.append(msg.step + 50)
             state['correction_pub'].publish(Correction(
                 task_id=msg.task_id, step=msg.step + 50, corrected_action='noop',
                 sender='graph_test'))
@@ -116,6 +121,13 @@ def session(tmp_path_factory):
         processes.close()
         client.close()
         monkeypatch.undo()
+
+
+def _refusals(processes) -> str:
+    """The executor's refusals of a correction for a step that was not open."""
+    return '\n'.join(line for line in processes.log('executor').splitlines()
+                     if 'ignoring correction from graph_test' in line and
+                     ', but ' in line and 'it is for step' in line)
 
 
 def _logs(session) -> str:
@@ -167,10 +179,17 @@ def test_corrections_were_counted(session):
 
 def test_correction_for_a_wrong_step_is_refused_with_a_warning(session):
     processes = session['processes']
-    step = session['sent_wrong_step']
-    assert step is not None, 'no StepResult seen during the session'
-    assert processes.wait_for_log('executor', f'it is for step {step}', 10.0), \
-        processes.log('executor')
+    steps = session['sent_wrong_steps']
+    assert steps, 'no StepResult seen during the session'
+
+    def refused() -> bool:
+        refusals = _refusals(processes)
+        return any(f'it is for step {step}, but' in refusals for step in steps)
+
+    deadline = time.monotonic() + 10.0
+    while not refused() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert refused(), f'wrong steps sent: {steps}\n{processes.log("executor")}'
     assert '[WARN] [executor]: ignoring correction from graph_test' in processes.log('executor')
     assert processes.alive('executor')
 
