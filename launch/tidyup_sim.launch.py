@@ -81,6 +81,16 @@ def _overrides(context) -> dict[str, dict]:
     return per_node
 
 
+def _shut_down_after_the_session(event, context):
+    # The task manager also exits when the launch itself is stopping (Ctrl-C, or
+    # launch_testing's end); a second Shutdown then would make launch_ros stop its
+    # adapter twice and log an error.
+    if context.is_shutdown:
+        return None
+    return [LogInfo(msg='task_manager exited; shutting the graph down'),
+            EmitEvent(event=Shutdown(reason='task_manager finished'))]
+
+
 def _nodes(context):
     params_file = LaunchConfiguration('params_file').perform(context)
     log_level = LaunchConfiguration('log_level').perform(context)
@@ -94,9 +104,7 @@ def _nodes(context):
         actions.append(node)
         if name == 'task_manager':
             actions.append(RegisterEventHandler(OnProcessExit(
-                target_action=node,
-                on_exit=[LogInfo(msg='task_manager exited; shutting the graph down'),
-                         EmitEvent(event=Shutdown(reason='task_manager finished'))])))
+                target_action=node, on_exit=_shut_down_after_the_session)))
     actions.append(Node(
         package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
         parameters=[params_file, {'node_names': NODES, 'autostart': True}],
