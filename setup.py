@@ -23,6 +23,7 @@ NODES = [
     'household_sim',
     'simulated_human',
     'lifecycle_manager',
+    'correction_console',
 ]
 
 

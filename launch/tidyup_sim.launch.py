@@ -47,6 +47,10 @@ ARGUMENTS = {
                    "'' = params_file (1)"),
     'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
+    'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
+                           "person (correction_console); '' = params_file (true)"),
+    'correction_window_s': ('', "Seconds the robot waits for an answer to each intent; "
+                                "'' = params_file (2.0)"),
     'log_level': ('info', 'Log level of every node'),
 }
 
@@ -72,6 +76,8 @@ def _overrides(context) -> dict[str, dict]:
         'window': (int, ['capability_estimator']),
         'summary_path': (str, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
+        'answer_intents': (bool, ['simulated_human']),
+        'correction_window_s': (float, ['executor']),
     }
     for argument, (kind, nodes) in wiring.items():
         text = value(argument)

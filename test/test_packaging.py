@@ -28,6 +28,7 @@ EXPECTED_NODES = {
     'household_sim',
     'simulated_human',
     'lifecycle_manager',
+    'correction_console',
 }
 
 

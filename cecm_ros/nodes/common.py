@@ -117,11 +117,7 @@ class CecmNode(LifecycleNode):
 
     def load_model(self) -> TidyUpModel:
         """The household model from ``household_file``/``capabilities_file`` ('' = default)."""
-        household_file = self.param('household_file')
-        capabilities_file = self.param('capabilities_file')
-        household = Household.from_yaml(household_file) if household_file else None
-        catalog = CapabilityCatalog.from_yaml(capabilities_file) if capabilities_file else None
-        return TidyUpModel(household, catalog)
+        return model_from_files(self.param('household_file'), self.param('capabilities_file'))
 
     def declare_model_parameters(self) -> None:
         self.declare('household_file', '',
@@ -351,6 +347,13 @@ class CecmNode(LifecycleNode):
 
     def stamp(self):
         return self.get_clock().now().to_msg()
+
+
+def model_from_files(household_file: str, capabilities_file: str) -> TidyUpModel:
+    """The household model; an empty path means the package's default file."""
+    household = Household.from_yaml(household_file) if household_file else None
+    catalog = CapabilityCatalog.from_yaml(capabilities_file) if capabilities_file else None
+    return TidyUpModel(household, catalog)
 
 
 def destroy_all(node: CecmNode, entities) -> None:

@@ -5,7 +5,9 @@ plans the joint plan under its true capabilities (parameter ``partner``) and
 publishes it on ``human/joint_plan``. For every RobotIntent of the current task it
 answers on ``robot/correction``: a confirmation (corrected_action == intended_action)
 when the intent matches its plan, otherwise the action the robot must take ("noop" =
-wait). Then it sends its own action for that step to ``human/skills/<kind>``.
+wait); with ``answer_intents: false`` it stays silent and a person answers instead
+(``correction_console``). Then it sends its own action for that step to
+``human/skills/<kind>``.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class SimulatedHumanNode(CecmNode):
                      'Chance per task that the partner declines one capability its optimal '
                      'plan would use (a not quite optimal partner)')
         self.declare('seed', 0, 'Seed of the forgo choices (one draw per task)')
+        self.declare('answer_intents', True,
+                     "Answer the robot's intents on robot/correction; false leaves that to "
+                     'a person (correction_console) and the partner only acts its plan')
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
         self.declare('planner_workers', 1, 'Planner worker processes')
         self.planner: JointPlanner | None = None
@@ -66,6 +71,7 @@ class SimulatedHumanNode(CecmNode):
         self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.forgo = self.param('forgo_probability')
+        self.answers = self.param('answer_intents')
         # As in `cecm experiment`: one partner per task, seeded from (seed, 7).
         self.partner_rng = np.random.default_rng([self.param('seed'), 7])
         self.human = CoreHuman(self.planner, self.truth, self.forgo)
@@ -148,20 +154,24 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring intent for step {step} of task '
                                       f'{msg.task_id}: {error}')
             return
+        if self.answers:
+            self._answer(msg.task_id, step, intended)
+        own = self.human.current_step.human
+        self.human.advance()
+        self._act(msg.task_id, step, own)
+
+    def _answer(self, task_id: str, step: int, intended: str) -> None:
         if self.human.plan is None:   # no plan of its own: agree and wait
             correction = None
         else:
             correction = self.human.review_intent(intended)
         corrected = correction.corrected if correction else intended
         self.correction_pub.publish(Correction(
-            header=self._header(), task_id=msg.task_id, step=step, intended_action=intended,
+            header=self._header(), task_id=task_id, step=step, intended_action=intended,
             corrected_action=corrected, sender=self.get_name()))
         if correction:
             self.get_logger().info(f'step {step}: corrected the robot: {intended} -> '
                                    f'{corrected}')
-        own = self.human.current_step.human
-        self.human.advance()
-        self._act(msg.task_id, step, own)
 
     def _act(self, task_id: str, step: int, action: str) -> None:
         kind = conv.skill_kind(self.model, action)

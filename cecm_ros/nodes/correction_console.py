@@ -1,0 +1,175 @@
+"""correction_console: a person answers the robot's intents from a terminal.
+
+For a person working next to the robot: a real one, or the simulated household with
+``simulated_human`` told not to answer (``answer_intents: false``; it then only acts
+its own plan, and this console speaks for it). Each RobotIntent is printed, with what
+the partner's published plan (``human/joint_plan``) expects of the robot at that step
+when there is one. The next line read from standard input answers it:
+
+    (empty line)   agree: a confirmation, the robot goes ahead at once
+    w, noop        the robot waits this step
+    ACTION         the robot does this instead: ``move robot kitchen study``
+    q              quit
+
+Answers are checked against the household model before anything is sent; a line that
+names an unknown action is refused with the reason and the intent stays open. Lines
+come from standard input, so a pipe or a script can answer as well as a keyboard.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.task import Future
+
+from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.planner import JointPlan as CorePlan
+from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, leave, model_from_files
+
+QUIT = {'q', 'quit', 'exit'}
+WAIT = {'w'}
+HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
+
+
+class CorrectionConsole(Node):
+    def __init__(self, output=None, **kwargs):
+        super().__init__('correction_console', **kwargs)
+        self.output = output or sys.stdout
+        self.sender = self.declare_parameter('sender', 'keyboard').value
+        household = self.declare_parameter('household_file', '').value
+        catalogue = self.declare_parameter('capabilities_file', '').value
+        self.model = model_from_files(household, catalogue)
+        self._lock = threading.Lock()
+        self.open_intent: RobotIntent | None = None
+        self.partner_plan: tuple[str, CorePlan] | None = None
+        self.finished = Future()
+        self.correction_pub = self.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
+        self.create_subscription(RobotIntent, 'robot/intent', self._on_intent, QOS_EVENTS)
+        self.create_subscription(StepResult, 'robot/step_result', self._on_step, QOS_EVENTS)
+        self.create_subscription(JointPlan, 'human/joint_plan', self._on_partner_plan,
+                                 QOS_LATCHED)
+
+    def say(self, text: str) -> None:
+        print(text, file=self.output, flush=True)
+
+    # ------------------------------------------------------------------ topics
+    def _on_partner_plan(self, msg: JointPlan) -> None:
+        try:
+            plan = conv.plan_from_msg(self.model, msg)
+        except (conv.MessageError, CecmError) as error:
+            self.get_logger().warning(f"ignoring the partner's plan: {error}")
+            return
+        with self._lock:
+            self.partner_plan = (msg.task_id, plan)
+
+    def _on_intent(self, msg: RobotIntent) -> None:
+        with self._lock:
+            unanswered = self.open_intent
+            self.open_intent = msg
+            hint = self._expected(msg)
+        if unanswered is not None:
+            self.say(f'  (step {unanswered.step} went unanswered: the robot went ahead)')
+        expected = f'; the partner plan expects {hint}' if hint else ''
+        self.say(f'[{msg.task_id} step {msg.step}] the robot intends {msg.action}{expected}')
+        self.say(f'  {HELP}:')
+
+    def _expected(self, msg: RobotIntent) -> str:
+        """What the partner's plan has the robot do at this step ('' if unknown)."""
+        if self.partner_plan is None or self.partner_plan[0] != msg.task_id:
+            return ''
+        steps = self.partner_plan[1].steps
+        return steps[msg.step].robot if msg.step < len(steps) else NOOP
+
+    def _on_step(self, msg: StepResult) -> None:
+        with self._lock:
+            current = self.open_intent
+            if current is not None and (current.task_id, current.step) == \
+                    (msg.task_id, msg.step):
+                self.open_intent = None
+        how = 'as corrected' if msg.corrected else 'as announced'
+        self.say(f'  step {msg.step}: the robot did {msg.action} ({how})')
+
+    # ----------------------------------------------------------------- answers
+    def answer(self, line: str) -> None:
+        """Turn one typed line into a Correction of the open intent, or say why not."""
+        text = line.strip()
+        if text.lower() in QUIT:
+            self.finished.set_result(0)
+            return
+        with self._lock:
+            intent = self.open_intent
+        if intent is None:
+            self.say('  nothing to answer: no intent is open')
+            return
+        try:
+            if not text:
+                corrected = intent.action
+            elif text.lower() in WAIT:
+                corrected = NOOP
+            else:
+                corrected = conv.canonical_action(self.model, text, ROBOT, 'the answer')
+        except conv.MessageError as error:
+            self.say(f'  not sent: {error}; {HELP}')
+            return
+        with self._lock:
+            if self.open_intent is not intent:
+                self.say(f'  not sent: step {intent.step} is over already')
+                return
+            self.open_intent = None
+        self.correction_pub.publish(Correction(
+            header=intent.header, task_id=intent.task_id, step=intent.step,
+            intended_action=intent.action, corrected_action=corrected, sender=self.sender))
+        verdict = 'agreed' if corrected == intent.action else f'corrected to {corrected}'
+        self.say(f'  step {intent.step}: {verdict}')
+
+    def read(self, stream) -> None:
+        """Answer line by line until the stream ends (then quit)."""
+        for line in stream:
+            if self.finished.done():
+                return
+            try:
+                self.answer(line)
+            except Exception as error:  # noqa: BLE001 - one bad line must not end the console
+                self.get_logger().error(f'cannot answer {line.strip()!r}: {error}')
+        if not self.finished.done():
+            self.say('  standard input closed; quitting')
+            self.finished.set_result(0)
+
+
+def main(args=None) -> int:
+    try:
+        rclpy.init(args=args)
+    except Exception as error:  # noqa: BLE001
+        print(f'cannot initialise ROS: {error}')
+        return 1
+    code = 0
+    node = None
+    try:
+        node = CorrectionConsole()
+        node.say(f'correction_console: answering robot/intent as {node.sender!r}; {HELP}')
+        threading.Thread(target=node.read, args=(sys.stdin,), daemon=True).start()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin_until_future_complete(node.finished)
+        code = node.finished.result() if node.finished.done() else 0
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as error:  # noqa: BLE001 - a console that cannot start says why
+        print(f'correction_console: {error}', file=sys.stderr)
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return leave(code)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

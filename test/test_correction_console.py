@@ -1,0 +1,147 @@
+"""correction_console as a person would use it: the installed executable, lines on stdin.
+
+The console runs as its own process; this process plays the robot over DDS (publishes
+intents and step results, collects the corrections) and types into the console's
+standard input through a pipe.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
+pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
+
+from graph_fixtures import RosClient, graph_environment, installed_paths  # noqa: E402
+
+from cecm_ros.msg import Correction, RobotIntent, StepResult  # noqa: E402
+from cecm_ros.nodes.common import QOS_EVENTS  # noqa: E402
+
+TASK = 'console-task'
+
+
+@pytest.fixture(scope='module')
+def console(tmp_path_factory):
+    try:
+        executables, _ = installed_paths()
+    except Exception as error:  # noqa: BLE001
+        pytest.skip(f'cecm_ros is not installed (make build): {error}')
+    executable = executables / 'correction_console'
+    if not executable.is_file():
+        pytest.skip(f'{executable} missing (make build)')
+    domain = 100 + os.getpid() % 40
+    env = graph_environment(domain)
+    monkeypatch = pytest.MonkeyPatch()
+    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
+        monkeypatch.setenv(key, env[key])
+    log_path = tmp_path_factory.mktemp('console') / 'console.log'
+    log = open(log_path, 'w')
+    process = subprocess.Popen([str(executable), '--ros-args', '-p', 'sender:=keyboard'],
+                               env=env, stdin=subprocess.PIPE, stdout=log,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    client = RosClient('console_test')
+    corrections: list[Correction] = []
+    subscription = client.collect(Correction, 'robot/correction', QOS_EVENTS, corrections)
+    intents = client.node.create_publisher(RobotIntent, 'robot/intent', QOS_EVENTS)
+    steps = client.node.create_publisher(StepResult, 'robot/step_result', QOS_EVENTS)
+    state = {'process': process, 'log': log_path, 'client': client, 'intents': intents,
+             'steps': steps, 'corrections': corrections}
+    try:
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not (
+                intents.get_subscription_count() and _publishers(client, subscription)):
+            time.sleep(0.1)
+        yield state
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+        client.close()
+        monkeypatch.undo()
+
+
+def _publishers(client, subscription) -> int:
+    # Subscription.get_publisher_count is recent rclpy; the graph count serves elsewhere.
+    if hasattr(subscription, 'get_publisher_count'):
+        return subscription.get_publisher_count()
+    return client.node.count_publishers('robot/correction')
+
+
+def _output(console) -> str:
+    return console['log'].read_text(errors='replace')
+
+
+def _wait_output(console, text: str, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if text in _output(console):
+            return True
+        time.sleep(0.1)
+    return text in _output(console)
+
+
+def _type(console, line: str) -> None:
+    console['process'].stdin.write(line + '\n')
+    console['process'].stdin.flush()
+
+
+def _announce(console, step: int, action: str) -> None:
+    console['intents'].publish(RobotIntent(task_id=TASK, step=step, action=action))
+    assert _wait_output(console, f'[{TASK} step {step}] the robot intends {action}'), \
+        _output(console)
+
+
+def _answer_for(console, step: int) -> Correction:
+    corrections = console['corrections']
+    assert console['client'].wait_for(lambda: any(c.step == step for c in corrections),
+                                      15.0), _output(console)
+    return next(c for c in corrections if c.step == step)
+
+
+def test_an_empty_line_agrees(console):
+    _announce(console, 0, '(move robot kitchen study)')
+    _type(console, '')
+    answer = _answer_for(console, 0)
+    assert (answer.task_id, answer.sender) == (TASK, 'keyboard')
+    assert answer.corrected_action == answer.intended_action == '(move robot kitchen study)'
+
+
+def test_an_unknown_action_is_refused_and_the_intent_stays_open(console):
+    _announce(console, 1, '(move robot study kitchen)')
+    _type(console, 'fly robot plate kitchen')
+    assert _wait_output(console, "not sent: the answer 'fly robot plate kitchen'"), \
+        _output(console)
+    _type(console, 'move human study kitchen')   # the partner's action, not the robot's
+    assert _wait_output(console, 'is an action of the human'), _output(console)
+    _type(console, 'w')
+    answer = _answer_for(console, 1)
+    assert answer.corrected_action == 'noop'
+    assert answer.intended_action == '(move robot study kitchen)'
+    assert len([c for c in console['corrections'] if c.step == 1]) == 1
+
+
+def test_an_action_corrects_the_robot(console):
+    _announce(console, 2, '(move robot kitchen study)')
+    _type(console, 'move robot kitchen bathroom')
+    answer = _answer_for(console, 2)
+    assert answer.corrected_action == '(move robot kitchen bathroom)'
+
+
+def test_a_finished_step_cannot_be_answered(console):
+    _announce(console, 3, 'noop')
+    console['steps'].publish(StepResult(task_id=TASK, step=3, action='noop'))
+    assert _wait_output(console, 'step 3: the robot did noop (as announced)'), _output(console)
+    _type(console, '')
+    assert _wait_output(console, 'nothing to answer: no intent is open'), _output(console)
+    assert not any(c.step == 3 for c in console['corrections'])
+    assert console['process'].poll() is None
+
+
+def test_quit_ends_the_console_cleanly(console):
+    _type(console, 'q')
+    assert console['process'].wait(20) == 0, _output(console)
