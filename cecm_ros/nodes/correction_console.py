@@ -47,6 +47,7 @@ class CorrectionConsole(Node):
         catalogue = self.declare_parameter('capabilities_file', '').value
         self.model = model_from_files(household, catalogue)
         self._lock = threading.Lock()
+        self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None
         self.partner_plan: tuple[str, CorePlan] | None = None
         self.finished = Future()
@@ -57,7 +58,10 @@ class CorrectionConsole(Node):
                                  QOS_LATCHED)
 
     def say(self, text: str) -> None:
-        print(text, file=self.output, flush=True)
+        # One write per line: the intent callback and the input thread both print.
+        with self._print_lock:
+            self.output.write(text + '\n')
+            self.output.flush()
 
     # ------------------------------------------------------------------ topics
     def _on_partner_plan(self, msg: JointPlan) -> None:
