@@ -26,6 +26,19 @@ def installed_paths() -> tuple[Path, Path]:
     return prefix / 'lib' / 'cecm_ros', share / 'config' / 'tidyup_sim.yaml'
 
 
+def installed_or_skip(executable: str) -> tuple[Path, Path]:
+    """installed_paths(), or skip the calling test when the build is missing."""
+    import pytest
+
+    try:
+        executables, params = installed_paths()
+    except Exception as error:  # noqa: BLE001
+        pytest.skip(f'cecm_ros is not installed (make build): {error}')
+    if not (executables / executable).is_file():
+        pytest.skip(f'{executables / executable} missing (make build)')
+    return executables, params
+
+
 def graph_environment(domain_id: int) -> dict[str, str]:
     env = dict(os.environ)
     env.update({'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',

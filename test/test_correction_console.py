@@ -16,7 +16,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
-from graph_fixtures import RosClient, graph_environment, installed_paths  # noqa: E402
+from graph_fixtures import RosClient, graph_environment, installed_or_skip  # noqa: E402
 
 from cecm_ros.msg import Correction, RobotIntent, StepResult  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS  # noqa: E402
@@ -26,13 +26,7 @@ TASK = 'console-task'
 
 @pytest.fixture(scope='module')
 def console(tmp_path_factory):
-    try:
-        executables, _ = installed_paths()
-    except Exception as error:  # noqa: BLE001
-        pytest.skip(f'cecm_ros is not installed (make build): {error}')
-    executable = executables / 'correction_console'
-    if not executable.is_file():
-        pytest.skip(f'{executable} missing (make build)')
+    executables, _ = installed_or_skip('correction_console')
     domain = 100 + os.getpid() % 40
     env = graph_environment(domain)
     monkeypatch = pytest.MonkeyPatch()
@@ -40,8 +34,8 @@ def console(tmp_path_factory):
         monkeypatch.setenv(key, env[key])
     log_path = tmp_path_factory.mktemp('console') / 'console.log'
     log = open(log_path, 'w')
-    process = subprocess.Popen([str(executable), '--ros-args', '-p', 'sender:=keyboard'],
-                               env=env, stdin=subprocess.PIPE, stdout=log,
+    command = [str(executables / 'correction_console'), '--ros-args', '-p', 'sender:=keyboard']
+    process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=log,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     client = RosClient('console_test')
     corrections: list[Correction] = []

@@ -28,7 +28,7 @@ from graph_fixtures import (  # noqa: E402
     NodeProcesses,
     RosClient,
     graph_environment,
-    installed_paths,
+    installed_or_skip,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
@@ -62,12 +62,7 @@ EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 @pytest.fixture(scope='module')
 def session(tmp_path_factory):
     """Start the graph, run the session, keep the nodes running for the tests."""
-    try:
-        executables, params = installed_paths()
-    except Exception as error:  # noqa: BLE001
-        pytest.skip(f'cecm_ros is not installed (make build): {error}')
-    if not (executables / MANAGER).is_file():
-        pytest.skip(f'node executables missing in {executables} (make build)')
+    executables, params = installed_or_skip(MANAGER)
     domain = 150 + os.getpid() % 80
     work = tmp_path_factory.mktemp('graph')
     env = graph_environment(domain)
