@@ -140,6 +140,15 @@ class RosClient:
         with self.condition:
             return self.condition.wait_for(predicate, timeout_s)
 
+    def wait_for_nodes(self, names, timeout_s: float) -> bool:
+        """Wait until this node has discovered every named node (their participants)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if set(names) <= set(self.node.get_node_names()):
+                return True
+            time.sleep(0.1)
+        return set(names) <= set(self.node.get_node_names())
+
     def result(self, future, timeout_s: float):
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
