@@ -220,17 +220,20 @@ class TidyUpModel:
         return tuple(ground)
 
     def _cost_of(self, expression: up.FNode, binding: dict[str, str]) -> tuple[float, int]:
-        """The household's cost of one cost effect and the planner's integer for it."""
-        if expression.is_fluent_exp():
-            fluent, args = self._bind(expression, binding)
-            term = atom(fluent, *args)
-            cost = self._cost_value(fluent, args)
-            self._cost_terms[term] = cost
-            return cost, planner_cost(cost, term)
-        if expression.is_constant():
-            cost = float(expression.constant_value())
-            return cost, planner_cost(cost, str(expression))
-        raise ConfigError(f'unsupported action cost expression {expression}')
+        """The household's cost of one cost effect and the planner's integer for it.
+
+        Only cost functions are supported: their values are written, tie-breaks
+        included, into every problem; a constant in the domain would reach the planner
+        without them.
+        """
+        if not expression.is_fluent_exp():
+            raise ConfigError(f'unsupported action cost expression {expression} (the '
+                              'domain must give costs as cost functions)')
+        fluent, args = self._bind(expression, binding)
+        term = atom(fluent, *args)
+        cost = self._cost_value(fluent, args)
+        self._cost_terms[term] = cost
+        return cost, planner_cost(cost, term)
 
     @staticmethod
     def _bind(node: up.FNode, binding: dict[str, str]) -> tuple[str, tuple[str, ...]]:

@@ -382,7 +382,11 @@ def destroy_all(node: CecmNode, entities) -> None:
 
 
 def run_node(node_factory: Callable[[], CecmNode], args=None, threads: int = 8) -> int:
-    """Spin a node until SIGINT, shutdown or the node finishes; exit without tracebacks."""
+    """Spin a node until SIGINT, shutdown or the node finishes; exit without tracebacks.
+
+    Any node with CecmNode's ``finished``, ``exit_code``, ``request_stop()`` and
+    ``close()`` will do (correction_console is a plain Node).
+    """
     try:
         rclpy.init(args=args)
     except Exception as error:  # noqa: BLE001

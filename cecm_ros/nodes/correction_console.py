@@ -21,8 +21,6 @@ from __future__ import annotations
 import sys
 import threading
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -31,7 +29,7 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.planner import JointPlan as CorePlan
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult
 from cecm_ros.nodes import conversions as conv
-from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, leave, model_from_files
+from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run_node
 
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
@@ -39,9 +37,8 @@ HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
 
 
 class CorrectionConsole(Node):
-    def __init__(self, output=None, **kwargs):
+    def __init__(self, **kwargs):
         super().__init__('correction_console', **kwargs)
-        self.output = output or sys.stdout
         self.sender = self.declare_parameter('sender', 'keyboard').value
         household = self.declare_parameter('household_file', '').value
         catalogue = self.declare_parameter('capabilities_file', '').value
@@ -50,24 +47,32 @@ class CorrectionConsole(Node):
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None
         self.partner_plan: tuple[str, CorePlan] | None = None
-        self.finished = Future()
+        self.finished = Future()   # run_node spins until it is done
+        self.exit_code = 0
         self.correction_pub = self.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
         self.create_subscription(RobotIntent, 'robot/intent', self._on_intent, QOS_EVENTS)
         self.create_subscription(StepResult, 'robot/step_result', self._on_step, QOS_EVENTS)
         self.create_subscription(JointPlan, 'human/joint_plan', self._on_partner_plan,
                                  QOS_LATCHED)
 
+    # run_node's process-exit hooks: the input thread is a daemon, nothing to release.
+    def request_stop(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
     def say(self, text: str) -> None:
         # One write per line: the intent callback and the input thread both print.
         with self._print_lock:
-            self.output.write(text + '\n')
-            self.output.flush()
+            sys.stdout.write(text + '\n')
+            sys.stdout.flush()
 
     # ------------------------------------------------------------------ topics
     def _on_partner_plan(self, msg: JointPlan) -> None:
         try:
             plan = conv.plan_from_msg(self.model, msg)
-        except (conv.MessageError, CecmError) as error:
+        except CecmError as error:
             self.get_logger().warning(f"ignoring the partner's plan: {error}")
             return
         with self._lock:
@@ -105,7 +110,7 @@ class CorrectionConsole(Node):
         """Turn one typed line into a Correction of the open intent, or say why not."""
         text = line.strip()
         if text.lower() in QUIT:
-            self.finished.set_result(0)
+            self.finished.set_result(None)
             return
         with self._lock:
             intent = self.open_intent
@@ -144,35 +149,18 @@ class CorrectionConsole(Node):
                 self.get_logger().error(f'cannot answer {line.strip()!r}: {error}')
         if not self.finished.done():
             self.say('  standard input closed; quitting')
-            self.finished.set_result(0)
+            self.finished.set_result(None)
+
+
+def _console_reading_stdin() -> CorrectionConsole:
+    node = CorrectionConsole()
+    node.say(f'correction_console: answering robot/intent as {node.sender!r}; {HELP}')
+    threading.Thread(target=node.read, args=(sys.stdin,), daemon=True).start()
+    return node
 
 
 def main(args=None) -> int:
-    try:
-        rclpy.init(args=args)
-    except Exception as error:  # noqa: BLE001
-        print(f'cannot initialise ROS: {error}')
-        return 1
-    code = 0
-    node = None
-    try:
-        node = CorrectionConsole()
-        node.say(f'correction_console: answering robot/intent as {node.sender!r}; {HELP}')
-        threading.Thread(target=node.read, args=(sys.stdin,), daemon=True).start()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin_until_future_complete(node.finished)
-        code = node.finished.result() if node.finished.done() else 0
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as error:  # noqa: BLE001 - a console that cannot start says why
-        print(f'correction_console: {error}', file=sys.stderr)
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return leave(code)
+    return run_node(_console_reading_stdin, args, threads=2)
 
 
 if __name__ == '__main__':
