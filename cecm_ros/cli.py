@@ -19,7 +19,9 @@ from pathlib import Path
 
 from .core.capabilities import CapabilityCatalog
 from .core.errors import CecmError
-from .core.estimator import EstimatorSettings
+from .core.estimator import PRESETS, EstimatorSettings
+from .core.experiment import TASK_CHOICES
+from .core.inference import UNDECIDED_RULES
 
 
 def _model(args):
@@ -53,31 +55,61 @@ def _add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
 
 def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
     defaults = EstimatorSettings()
+    parser.add_argument('--inference', choices=tuple(PRESETS), default='posterior',
+                        help="CE-CM's inference: 'posterior' (every hypothesis must explain "
+                             "every task), 'paper' (Algorithm 1 as published: prior samples "
+                             "pooled over tasks) or 'sequential' (samples from the belief, "
+                             'last task only) (default: %(default)s)')
     parser.add_argument('--samples', type=int, default=defaults.samples,
-                        help=f'CE-CM samples per task (default: {defaults.samples})')
-    parser.add_argument('--prior', type=float, default=defaults.prior,
-                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
+                        help=f'particles (posterior) or samples per task (default: '
+                             f'{defaults.samples})')
+    parser.add_argument('--prior', type=float,
+                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior}; '
+                             f'paper and sequential: {PRESETS["paper"]["prior"]})')
     parser.add_argument('--epsilon', type=float, default=defaults.epsilon,
                         help=f'acceptance threshold (default: {defaults.epsilon})')
     parser.add_argument('--psi', type=float, default=defaults.psi,
                         help=f'estimate threshold on theta (default: {defaults.psi})')
-    parser.add_argument('--proposal', choices=('prior', 'belief'), default=defaults.proposal,
-                        help='draw samples from the prior (the paper) or from the current '
-                             'belief (sequential variant) (default: %(default)s)')
+    parser.add_argument('--undecided', choices=UNDECIDED_RULES,
+                        help='posterior: how capabilities the evidence has not decided enter '
+                             f'the estimate (default: {defaults.undecided})')
+    parser.add_argument('--sweeps', type=int,
+                        help=f'posterior: Metropolis moves per particle after each task '
+                             f'(default: {defaults.sweeps})')
+    parser.add_argument('--coupling', type=float,
+                        help='posterior: prior coupling of the capabilities of one room, '
+                             f'0-1 (default: {defaults.coupling})')
+    parser.add_argument('--proposal', choices=('prior', 'belief'),
+                        help='abc: draw samples from the prior or from the current belief '
+                             '(default: as the inference preset)')
     forgetting = parser.add_mutually_exclusive_group()
     forgetting.add_argument('--window', type=int,
-                            help='forget samples older than this many tasks (0: off; '
-                                 'default: off, in `cecm demo` 1)')
+                            help='forget tasks older than this many (0: off; default: off, '
+                                 'sequential: 1)')
     forgetting.add_argument('--decay', type=float,
-                            help='weigh samples from k tasks ago by DECAY**k (default: off)')
+                            help='abc: weigh samples from k tasks ago by DECAY**k '
+                                 '(default: off)')
 
 
 def _estimator_settings(args) -> EstimatorSettings:
-    # 0 switches the window off, as the estimator node's `window` parameter does.
-    window = None if args.window == 0 else args.window
-    return EstimatorSettings(samples=args.samples, prior=args.prior, epsilon=args.epsilon,
-                             psi=args.psi, window=window, decay=args.decay,
-                             proposal=args.proposal)
+    overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': args.epsilon,
+                 'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
+                 'coupling': args.coupling, 'proposal': args.proposal, 'decay': args.decay}
+    settings = EstimatorSettings.preset(args.inference, **overrides)
+    if args.window is not None:
+        # 0 switches the window off, as the estimator node's `window` parameter does.
+        settings = replace(settings, window=args.window or None)
+    return settings
+
+
+def _add_task_choice_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--task-choice', choices=TASK_CHOICES, default='given',
+                        help="'given': run the tasks in the order drawn; 'informative': run "
+                             'the most informative of --candidates tasks each time '
+                             '(default: %(default)s)')
+    parser.add_argument('--candidates', type=int, default=5, metavar='K',
+                        help='candidate tasks per choice with --task-choice informative '
+                             '(default: %(default)s)')
 
 
 # ------------------------------------------------------------------------ commands
@@ -117,8 +149,6 @@ def _print_task(model, task) -> None:
 
 
 def cmd_demo(args) -> int:
-    if args.decay is not None:
-        args.window = None  # --decay replaces the demo's default window of one task
     if not args.no_ros:
         try:
             from .demo_graph import run_graph_demo
@@ -174,7 +204,8 @@ def cmd_experiment(args) -> int:
         partner=_partner_spec(args), method=methods[0], runs=args.runs, tasks=args.tasks,
         seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args),
         switch_partner=args.switch_partner, switch_after=args.switch_after,
-        forgo_probability=args.forgo_probability)
+        forgo_probability=args.forgo_probability, task_choice=args.task_choice,
+        candidates=args.candidates, heldout=args.heldout)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
     with JointPlanner(model, workers=base.jobs) as planner:
@@ -198,14 +229,16 @@ def cmd_experiment(args) -> int:
 
 
 def _print_table(summaries: dict) -> None:
-    print(f'{"method":<12}{"task":>5}{"hamming":>10}{"corrected":>11}{"iou":>8}'
-          f'{"infeasible":>12}{"accepted":>10}')
+    columns = [('hamming', 'hamming', '.3f'), ('hamming_identifiable', 'ham-ident', '.3f'),
+               ('heldout_agreement', 'held-out', '.3f'), ('correction_ratio', 'corrected', '.3f'),
+               ('iou', 'iou', '.3f'), ('decided', 'decided', '.1f'),
+               ('wrong_known', 'wrong-known', '.2f'), ('accepted_samples', 'accepted', '.1f')]
+    print(f'{"method":<12}{"task":>5}' + ''.join(f'{label:>12}' for _, label, _ in columns))
     for method, summary in summaries.items():
         for row in summary['per_task']:
-            print(f'{method:<12}{row["task"]:>5}{row["hamming"]["mean"]:>10.3f}'
-                  f'{row["correction_ratio"]["mean"]:>11.3f}{row["iou"]["mean"]:>8.3f}'
-                  f'{row["infeasible_assigned"]["mean"]:>12.2f}'
-                  f'{row["accepted_samples"]["mean"]:>10.1f}')
+            cells = ''.join(f'{format(row[key]["mean"], spec):>12}' if key in row
+                            else f'{"-":>12}' for key, _, spec in columns)
+            print(f'{method:<12}{row["task"]:>5}{cells}')
 
 
 def cmd_bench(args) -> int:
@@ -263,20 +296,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     _add_estimator_options(sub)
+    _add_task_choice_options(sub)
     sub.add_argument('--tasks', type=int, default=5, help='tasks in the session (default: 5)')
     sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
     sub.add_argument('--method', default='cecm', help='estimation method (default: cecm)')
     sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
     sub.add_argument('--no-ros', action='store_true',
                      help='plan and simulate without the ROS 2 node graph')
-    # The demo runs CE-CM's sequential variant: with the paper's pooled prior samples
-    # the estimate barely moves in TidyUP (docs/experiments.md explains why).
-    sub.set_defaults(func=cmd_demo, proposal='belief', window=1)
+    sub.set_defaults(func=cmd_demo)
 
     sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     _add_estimator_options(sub)
+    _add_task_choice_options(sub)
+    sub.add_argument('--heldout', type=int, default=40, metavar='N',
+                     help='held-out tasks for the agreement and identifiable metrics (0: '
+                          'off) (default: %(default)s)')
     sub.add_argument('--method', default='cecm',
                      help='cecm, cecm_div, optimistic or pessimistic (default: cecm)')
     sub.add_argument('--forgo-probability', type=float, default=0.0, metavar='P',

@@ -78,11 +78,11 @@ def write_params(base: Path, args, out: Path) -> Path:
                          'exit_when_done': True,
                          'summary_path': str((out / 'summary.json').resolve())},
         'capability_estimator': {
-            'method': args.method, 'samples': args.samples, 'prior': args.prior,
-            'epsilon': args.epsilon, 'psi': args.psi, 'window': args.window or 0,
-            'decay': float(args.decay or 0.0), 'seed': args.seed,
-            **({'proposal': args.proposal} if getattr(args, 'proposal', None) else {})},
+            'method': args.method, 'seed': args.seed,
+            **_estimator_parameters(args)},
     }
+    settings['task_manager'].update(task_choice=args.task_choice,
+                                    task_candidates=args.candidates)
     # The demo stops the lifecycle manager first and gives it time to take the nodes
     # down in order (under ros2 launch every node gets SIGINT at once instead).
     params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
@@ -97,6 +97,21 @@ def write_params(base: Path, args, out: Path) -> Path:
     path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
                     + yaml.safe_dump(params, sort_keys=False))
     return path
+
+
+def _estimator_parameters(args) -> dict:
+    """The estimator node's parameters for the CLI's estimator options."""
+    from cecm_ros.core.estimator import NODE_PARAMETERS
+
+    given = {'inference': args.inference, 'samples': args.samples, 'prior': args.prior,
+             'epsilon': args.epsilon, 'psi': args.psi, 'undecided': args.undecided,
+             'sweeps': args.sweeps, 'coupling': args.coupling, 'window': args.window,
+             'decay': args.decay, 'proposal': args.proposal}
+    values = dict(NODE_PARAMETERS)
+    values.update({key: value for key, value in given.items() if value is not None})
+    values['decay'] = float(values['decay'])
+    values['prior'] = float(values['prior'])
+    return values
 
 
 def demo_environment() -> dict[str, str]:
@@ -199,7 +214,7 @@ def _show(line: str, quiet_names=()) -> None:
         return
     name, severity, message = match['name'], match['severity'], match['message']
     if name == 'task_manager' and severity == 'INFO':
-        if message.startswith('[task ') or message.startswith('session done'):
+        if message.startswith(('[task ', 'session done', '[belief] ')):
             print(f'  {message}', flush=True)
     elif severity in ('WARN', 'ERROR', 'FATAL') and name not in quiet_names:
         print(f'  {severity} [{name}] {message}', flush=True)
@@ -280,23 +295,28 @@ def _report(summary_path: Path) -> None:
              f'(prior) -> {last["hamming"]["mean"]:.2f} after {len(rows)} tasks '
              f'(non-inert capabilities: {prior["hamming_active"]:.2f} -> '
              f'{last["hamming_active"]["mean"]:.2f})')
+        if 'heldout_agreement' in last:
+            _say(f'held-out agreement after {len(rows)} tasks: '
+                 f'{last["heldout_agreement"]["mean"]:.2f} (identifiable Hamming '
+                 f'{last["hamming_identifiable"]["mean"]:.2f})')
+    report = summary.get('report') or {}
+    if report.get('lines'):
+        _say('what the evidence has decided (undecided ones are not facts):')
+        for line in report['lines']:
+            print(f'  {line}', flush=True)
 
 
 def _estimator_variant(args) -> str:
-    """Which CE-CM reading the session runs, in words (the demo's default differs)."""
-    proposal = getattr(args, 'proposal', 'prior')
-    forgetting = (f'window {args.window}' if args.window else
-                  f'decay {args.decay:g}' if args.decay else 'all tasks pooled')
-    source = 'the current belief' if proposal == 'belief' else 'the prior'
-    if proposal == 'belief' and args.window == 1:
-        name = 'the sequential variant'
-    elif proposal == 'prior' and not args.window and not args.decay:
-        name = "the paper's pooled version"
-    else:
-        name = 'a custom setting'
-    hint = ('' if name == "the paper's pooled version"
-            else "; `--proposal prior --window 0` runs the paper's pooled version")
-    return f'{name} (samples from {source}, {forgetting}){hint}'
+    """Which CE-CM reading the session runs, in words."""
+    from cecm_ros.cli import _estimator_settings
+
+    settings = _estimator_settings(args)
+    if settings.inference == 'posterior':
+        return (f'the posterior over every task ({settings.samples} particles, prior '
+                f'{settings.prior:g}, undecided capabilities planned as '
+                f'{settings.undecided}); `--inference paper` runs the paper\'s Algorithm 1')
+    return f'{settings.variant} (abc: samples from the {settings.proposal}, window ' \
+           f'{settings.window or "off"})'
 
 
 def run_graph_demo(args) -> int:

@@ -41,10 +41,16 @@ ARGUMENTS = {
     'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
     'method': ('', "Estimator: cecm, cecm_div, optimistic or pessimistic; "
                    "'' = params_file (cecm)"),
-    'proposal': ('', "CE-CM draws samples from the 'prior' (the paper) or the current "
-                     "'belief'; '' = params_file (belief)"),
-    'window': ('', "Keep the samples of this many recent tasks, 0 = all (the paper); "
-                   "'' = params_file (1)"),
+    'inference': ('', "CE-CM's inference: posterior (every hypothesis explains every task), "
+                      "paper (Algorithm 1 as published) or sequential; '' = params_file "
+                      '(posterior)'),
+    'proposal': ('', "abc inference draws samples from the 'prior' or the current 'belief'; "
+                     "'' = params_file (the inference preset's)"),
+    'window': ('', "Keep this many recent tasks as evidence, 0 = all, -1 = the inference "
+                   "preset's; '' = params_file (-1)"),
+    'task_choice': ('', "given (the tasks in their order) or informative (the most "
+                        "informative of task_candidates each time); '' = params_file (given)"),
+    'task_candidates': ('', "Candidates per informative choice; '' = params_file (5)"),
     'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
     'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
@@ -72,8 +78,11 @@ def _overrides(context) -> dict[str, dict]:
         'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
         'samples': (int, ['capability_estimator']),
         'method': (str, ['capability_estimator']),
+        'inference': (str, ['capability_estimator']),
         'proposal': (str, ['capability_estimator']),
         'window': (int, ['capability_estimator']),
+        'task_choice': (str, ['task_manager']),
+        'task_candidates': (int, ['task_manager']),
         'summary_path': (str, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),

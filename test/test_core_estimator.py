@@ -1,6 +1,7 @@
 """CE-CM, the baselines, the belief value and the hypothesis evaluators."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -47,17 +48,35 @@ def observed(planner, task, truth):
 
 
 def cecm(model, planner, samples=40, seed=3, **settings):
+    """CE-CM with the paper's approximate Bayesian computation (abc inference)."""
     return make_estimator('cecm', model, SharedPlanEvaluator(planner),
-                          EstimatorSettings(samples=samples, **settings), seed=seed)
+                          EstimatorSettings.preset('paper', samples=samples, **settings),
+                          seed=seed)
 
 
 @pytest.mark.parametrize('bad', [dict(samples=0), dict(prior=1.5), dict(epsilon=0.0),
                                  dict(psi=1.0), dict(window=0), dict(decay=0.0),
-                                 dict(window=2, decay=0.5), dict(proposal='posterior'),
-                                 dict(proposal_floor=0.5)])
+                                 dict(window=2, decay=0.5, inference='abc'),
+                                 dict(proposal='posterior'), dict(proposal_floor=0.5),
+                                 dict(prior=1.0), dict(prior=0.0), dict(inference='magic'),
+                                 dict(undecided='maybe'), dict(sweeps=-1),
+                                 dict(coupling=1.0), dict(decay=0.5)])
 def test_settings_reject_out_of_range_values(bad):
     with pytest.raises(ConfigError):
         EstimatorSettings(**bad)
+
+
+def test_presets_name_the_papers_reading_and_the_sequential_one():
+    paper = EstimatorSettings.preset('paper')
+    assert (paper.inference, paper.prior, paper.proposal, paper.window) == \
+        ('abc', 0.8, 'prior', None) and paper.variant == 'paper'
+    sequential = EstimatorSettings.preset('sequential', samples=50)
+    assert (sequential.proposal, sequential.window, sequential.samples) == ('belief', 1, 50)
+    assert sequential.variant == 'sequential'
+    assert EstimatorSettings.preset('paper', window=3).variant == 'abc (custom)'
+    assert EstimatorSettings().variant == 'posterior'
+    with pytest.raises(ConfigError, match='unknown inference'):
+        EstimatorSettings.preset('guess')
 
 
 def test_unknown_method_is_named(model):
@@ -145,17 +164,32 @@ def test_bad_belief_files_are_rejected_with_the_reason(model, tmp_path):
         make_estimator('optimistic', model, belief=other)
 
 
+def test_a_format_1_belief_is_migrated_to_abc(model, planner, task, observed, tmp_path):
+    estimator = cecm(model, planner, samples=60, seed=2)
+    estimator.update(task, observed)
+    old = estimator.belief.to_dict()
+    old['format'] = 'cecm_ros/capability_belief/1'
+    del old['settings']['inference'], old['settings']['undecided'], old['settings']['sweeps']
+    del old['settings']['coupling'], old['last_accepted']
+    path = tmp_path / 'old.json'
+    path.write_text(json.dumps(old))
+    loaded = CapabilityBelief.load(path)
+    assert loaded.settings.inference == 'abc'
+    assert np.array_equal(loaded.theta, estimator.belief.theta)
+
+
 def test_window_and_decay_forget_old_tasks():
     names = ['a', 'b']
     accepted = np.array([[1, 1], [1, 1], [0, 0]], dtype=bool)
     tasks = np.array([0, 0, 1])
-    window = CapabilityBelief('cecm', names, EstimatorSettings(window=1), accepted, tasks,
+    abc = EstimatorSettings.preset('paper')
+    window = CapabilityBelief('cecm', names, replace(abc, window=1), accepted, tasks,
                               tasks_seen=2)
     assert window.theta == pytest.approx([0.0, 0.0])
-    decay = CapabilityBelief('cecm', names, EstimatorSettings(decay=0.5), accepted, tasks,
+    decay = CapabilityBelief('cecm', names, replace(abc, decay=0.5), accepted, tasks,
                              tasks_seen=2)
     assert decay.theta == pytest.approx([1.0 / 2.0, 1.0 / 2.0])  # weights .5, .5, 1
-    plain = CapabilityBelief('cecm', names, EstimatorSettings(), accepted, tasks, tasks_seen=2)
+    plain = CapabilityBelief('cecm', names, abc, accepted, tasks, tasks_seen=2)
     assert plain.theta == pytest.approx([2 / 3, 2 / 3])
 
 

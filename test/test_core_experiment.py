@@ -1,6 +1,5 @@
 """The experiment runner, its outputs and the update benchmark (small settings)."""
 
-import argparse
 import csv
 import json
 
@@ -37,7 +36,7 @@ def test_settings_are_validated():
 
 def test_small_experiment_writes_summary_and_csv(model, tmp_path):
     settings = ExperimentSettings(partner='low_capability', runs=2, tasks=2, seed=1, jobs=2,
-                                  estimator=SMALL)
+                                  estimator=SMALL, heldout=6)
     summary = run_experiment(settings, model, tmp_path, quiet=True)
     written = json.loads((tmp_path / 'summary.json').read_text())
     assert written == json.loads(json.dumps(summary))
@@ -59,15 +58,30 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
         first = model.catalog.names[0]
         assert row['theta'][first]['mean'] == pytest.approx(
             sum(t[0] for t in thetas) / len(thetas), abs=1e-3)
-    for r in rows:  # (theta is written with 3 decimals: skip values at the threshold)
-        for value, bit in zip(r['theta'].split(), r['estimate']):
-            if abs(float(value) - SMALL.psi) > 1e-3:
-                assert (float(value) > SMALL.psi) == (bit == '1')
+    # What the evidence decided is what the robot plans with; the rest is planned as
+    # absent (the default rule), and untouched capabilities keep the 0.5 prior.
+    for r in rows:
+        assert len(r['status']) == 20 and int(r['decided']) == sum(
+            letter in 'PA' for letter in r['status'])
+        assert r['wrong_known'] == '0'
+        for value, bit, letter in zip(r['theta'].split(), r['estimate'], r['status']):
+            expected = {'P': ('1.000', '1'), 'A': ('0.000', '0'), 'N': ('0.500', '0'),
+                        'I': ('0.500', '0')}.get(letter)
+            if expected:
+                assert (value, bit) == expected
+            else:
+                assert letter == 'U' and bit == '0' and 0.0 < float(value) < 1.0
+        assert 0.0 <= float(r['heldout_agreement']) <= 1.0
+    assert written['identifiable_capabilities']['pick_living_room=0,pick_bedroom=0,'
+                                                'pick_study=0,place_living_room=0,'
+                                                'place_bedroom=0,place_study=0,'
+                                                'wash_living_room=0,wash_bedroom=0,'
+                                                'wash_study=0']
 
 
 def test_methods_share_seeds_and_an_informed_robot_is_not_corrected(model, tmp_path):
     settings = dict(partner='low_capability', runs=1, tasks=2, seed=2, jobs=1,
-                    estimator=SMALL)
+                    estimator=SMALL, heldout=0)
     optimistic = run_experiment(ExperimentSettings(method='optimistic', **settings), model,
                                 tmp_path / 'o', quiet=True)
     pessimistic = run_experiment(ExperimentSettings(method='pessimistic', **settings), model,
@@ -83,7 +97,7 @@ def test_methods_share_seeds_and_an_informed_robot_is_not_corrected(model, tmp_p
 def test_partner_switch_changes_the_truth_mid_run(model, tmp_path):
     settings = ExperimentSettings(partner='low_capability', method='optimistic', runs=1,
                                   tasks=2, jobs=1, switch_partner='high_capability',
-                                  switch_after=1)
+                                  switch_after=1, heldout=0)
     run_experiment(settings, model, tmp_path, quiet=True)
     truths = [row['truth'] for row in csv.DictReader(open(tmp_path / 'runs.csv'))]
     assert truths[0] != truths[1]
@@ -95,7 +109,7 @@ def test_cli_compare_writes_plots_and_comparison(tmp_path, capsys):
     out = tmp_path / 'cmp'
     code = cecm_main(['experiment', '--compare', 'cecm,optimistic', '--runs', '1',
                       '--tasks', '2', '--samples', '15', '--jobs', '2', '--quiet',
-                      '--out', str(out)])
+                      '--heldout', '4', '--out', str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert f'summary: {out / "comparison.json"}' in printed
@@ -103,6 +117,7 @@ def test_cli_compare_writes_plots_and_comparison(tmp_path, capsys):
     assert set(comparison) == {'cecm', 'optimistic'}
     assert (out / 'hamming.png').stat().st_size > 1000
     assert (out / 'capabilities.png').stat().st_size > 1000
+    assert (out / 'heldout_agreement.png').stat().st_size > 1000
     assert (out / 'cecm' / 'summary.json').exists()
 
 
@@ -119,23 +134,20 @@ def test_cli_estimator_variants():
     def settings(*argv):
         return _estimator_settings(build_parser().parse_args(list(argv)))
 
-    assert settings('experiment').window is None                  # the paper: pooled
-    assert settings('experiment', '--window', '0').window is None  # 0 = off, as in the node
+    for command in ('experiment', 'demo'):
+        assert settings(command).variant == 'posterior'          # the default everywhere
+    paper = settings('experiment', '--inference', 'paper')
+    assert (paper.variant, paper.prior, paper.window) == ('paper', 0.8, None)
+    sequential = settings('experiment', '--inference', 'sequential')
+    assert (sequential.proposal, sequential.window) == ('belief', 1)
+    assert settings('experiment', '--inference', 'sequential', '--window', '0').window is None
     assert settings('experiment', '--window', '2').window == 2
-    demo = settings('demo')
-    assert (demo.proposal, demo.window) == ('belief', 1)           # the sequential variant
+    decayed = settings('demo', '--inference', 'sequential', '--decay', '0.5')
+    assert (decayed.window, decayed.decay) == (None, 0.5)         # decay replaces the window
     with pytest.raises(SystemExit):                                # one kind of forgetting
         settings('experiment', '--window', '2', '--decay', '0.5')
-
-
-def test_demo_decay_replaces_its_default_window(monkeypatch):
-    import cecm_ros.cli as cli
-
-    seen = {}
-    monkeypatch.setattr(cli, '_core_demo', lambda args: seen.update(vars(args)) or 0)
-    assert cli.main(['demo', '--no-ros', '--decay', '0.5']) == 0
-    assert (seen['window'], seen['decay']) == (None, 0.5)
-    assert cli._estimator_settings(argparse.Namespace(**seen)).decay == 0.5
+    with pytest.raises(ConfigError, match='decay'):
+        settings('experiment', '--decay', '0.5')                  # not for the posterior
 
 
 def test_bench_reports_its_figures(model):

@@ -66,6 +66,13 @@ class CapabilityCatalog:
         """The capability that gates ``action`` in ``room``, or None when ungated."""
         return self._by_gate.get((action, room))
 
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        """Capabilities that belong together (those of one room), as index tuples."""
+        by_room: dict[str, list[int]] = {}
+        for index, capability in enumerate(self.capabilities):
+            by_room.setdefault(capability.room, []).append(index)
+        return tuple(tuple(members) for members in by_room.values() if len(members) > 1)
+
     def all_capable(self) -> np.ndarray:
         return np.ones(len(self), dtype=bool)
 

@@ -1,14 +1,25 @@
-"""CE-CM (approximate Bayesian computation over capability vectors) and its baselines.
+"""CE-CM (inference over capability vectors from observed trajectories) and its baselines.
 
 All estimators share one interface: ``estimate`` (the vector the robot plans with),
-``belief`` (a plain, saveable value) and ``update(task, observed_trajectory)``.
+``belief`` (a plain, saveable value), ``hypotheses()`` (what it considers possible,
+for choosing informative tasks) and ``update(task, observed_trajectory)``.
+
+CE-CM infers in one of two ways (``EstimatorSettings.inference``):
+
+* ``posterior`` (the default): particles that must explain every task seen, and a
+  report of what the evidence has decided (``cecm_ros.core.inference``);
+* ``abc``: the paper's approximate Bayesian computation, whose accepted samples are
+  pooled over tasks. Two presets name its readings: ``paper`` (Algorithm 1 as
+  published: samples from the prior, all tasks pooled) and ``sequential`` (samples
+  from the current belief, only the last task's kept).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,32 +27,66 @@ import numpy as np
 from .domain import HUMAN, Task, TidyUpModel
 from .errors import ConfigError
 from .hypotheses import ProgressCallback
+from .inference import (
+    UNDECIDED_RULES,
+    CapabilityPrior,
+    CapabilityReport,
+    ParticlePosterior,
+    describe_report,
+)
 
-BELIEF_FORMAT = 'cecm_ros/capability_belief/1'
+BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
+OLDER_BELIEF_FORMATS = ('cecm_ros/capability_belief/1',)
+INFERENCE_MODES = ('posterior', 'abc')
+
+# Named readings of CE-CM; any setting given explicitly overrides its preset.
+PRESETS = {
+    'posterior': {'inference': 'posterior'},
+    'paper': {'inference': 'abc', 'prior': 0.8, 'proposal': 'prior', 'window': None,
+              'decay': None},
+    'sequential': {'inference': 'abc', 'prior': 0.8, 'proposal': 'belief', 'window': 1,
+                   'decay': None},
+}
 
 
 @dataclass(frozen=True)
 class EstimatorSettings:
-    """CE-CM's parameters; defaults are the paper's TidyUP settings."""
+    """CE-CM's parameters. Defaults: the posterior over every task (measured choices in
+    docs/experiments.md); the paper's TidyUP values are the ``paper`` preset."""
 
-    samples: int = 500            # N, capability vectors drawn per task
-    prior: float = 0.8            # P(c_i = 1) of the Bernoulli prior
-    epsilon: float = 0.24         # accept when the trajectory distance is below this
-    psi: float = 0.5              # estimate_i = theta_i > psi
-    window: int | None = None     # forget samples from tasks older than this many
-    decay: float | None = None    # or weigh a sample from k tasks ago by decay**k
-    proposal: str = 'prior'       # draw samples from the prior, or from the belief
-    proposal_floor: float = 0.05  # with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
+    inference: str = 'posterior'  # 'posterior' or 'abc' (see the module docstring)
+    samples: int = 500            # N: particles (posterior) or samples per task (abc)
+    prior: float = 0.5            # P(c_i = 1) of the Bernoulli prior
+    epsilon: float = 0.24         # a trajectory explains an observation below this distance
+    psi: float = 0.5              # estimate_i = theta_i > psi (where a rule needs it)
+    undecided: str = 'absent'     # posterior: estimate of capabilities the evidence leaves open
+    sweeps: int = 4               # posterior: Metropolis moves per particle after each task
+    coupling: float = 0.0         # posterior: prior coupling of a room's capabilities
+    window: int | None = None     # forget tasks older than this many
+    decay: float | None = None    # abc: weigh a sample from k tasks ago by decay**k
+    proposal: str = 'prior'       # abc: draw samples from the prior, or from the belief
+    proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
 
     def __post_init__(self):
+        if self.inference not in INFERENCE_MODES:
+            raise ConfigError(f'inference must be one of {", ".join(INFERENCE_MODES)} (or a '
+                              f'preset: {", ".join(PRESETS)}), got {self.inference!r}')
         if self.samples < 1:
             raise ConfigError(f'samples must be at least 1, got {self.samples}')
-        if not 0.0 <= self.prior <= 1.0:
-            raise ConfigError(f'prior must lie in [0, 1], got {self.prior}')
+        if not 0.0 <= self.prior <= 1.0 or (self.inference == 'posterior'
+                                             and not 0.0 < self.prior < 1.0):
+            raise ConfigError(f'prior must lie in (0, 1) (in [0, 1] for abc), got {self.prior}')
         if not 0.0 < self.epsilon <= 1.0:
             raise ConfigError(f'epsilon must lie in (0, 1], got {self.epsilon}')
         if not 0.0 <= self.psi < 1.0:
             raise ConfigError(f'psi must lie in [0, 1), got {self.psi}')
+        if self.undecided not in UNDECIDED_RULES:
+            raise ConfigError(f'undecided must be one of {", ".join(UNDECIDED_RULES)}, got '
+                              f'{self.undecided!r}')
+        if self.sweeps < 0:
+            raise ConfigError(f'sweeps must be at least 0, got {self.sweeps}')
+        if not 0.0 <= self.coupling < 1.0:
+            raise ConfigError(f'coupling must lie in [0, 1), got {self.coupling}')
         if self.window is not None and self.window < 1:
             raise ConfigError(f'window must be at least 1 task, got {self.window}')
         if self.decay is not None and not 0.0 < self.decay <= 1.0:
@@ -52,15 +97,87 @@ class EstimatorSettings:
             raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
         if self.window is not None and self.decay is not None:
             raise ConfigError('choose either window or decay forgetting, not both')
+        if self.inference == 'posterior' and self.decay is not None:
+            raise ConfigError('decay applies to abc inference; the posterior forgets with '
+                              'window')
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> EstimatorSettings:
+        """Settings of a named reading (``posterior``, ``paper``, ``sequential``)."""
+        try:
+            values = dict(PRESETS[name])
+        except KeyError:
+            raise ConfigError(f'unknown inference {name!r}; choose one of '
+                              f'{", ".join(PRESETS)}') from None
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if 'decay' in given:
+            values['window'] = None   # decay replaces the preset's window
+        values.update(given)
+        return cls(**values)
+
+    @property
+    def variant(self) -> str:
+        """The preset these settings match, or a description."""
+        if self.inference == 'posterior':
+            return 'posterior'
+        for name in ('paper', 'sequential'):
+            preset = PRESETS[name]
+            if all(getattr(self, key) == value for key, value in preset.items()):
+                return name
+        return 'abc (custom)'
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EstimatorSettings:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f'unknown estimator settings {unknown}')
+        return cls(**data)
+
+
+# The estimator node's parameters that make up its settings, and their defaults there:
+# -1 (prior, window) and '' (proposal) leave the value to the inference preset, 0 turns
+# window and decay off.
+NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samples,
+                   'prior': -1.0, 'epsilon': EstimatorSettings().epsilon,
+                   'psi': EstimatorSettings().psi, 'undecided': EstimatorSettings().undecided,
+                   'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
+                   'window': -1, 'decay': 0.0, 'proposal': '',
+                   'proposal_floor': EstimatorSettings().proposal_floor}
+
+
+def settings_from_parameters(values: dict) -> EstimatorSettings:
+    """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning)."""
+    values = {**NODE_PARAMETERS, **values}
+    prior, window = values['prior'], values['window']
+    settings = EstimatorSettings.preset(
+        values['inference'], samples=values['samples'], prior=None if prior < 0 else prior,
+        epsilon=values['epsilon'], psi=values['psi'], undecided=values['undecided'],
+        sweeps=values['sweeps'], coupling=values['coupling'],
+        decay=values['decay'] or None, proposal=values['proposal'] or None,
+        proposal_floor=values['proposal_floor'])
+    return replace(settings, window=window or None) if window >= 0 else settings
+
+
+def _bits(vector) -> str:
+    return ''.join('1' if bit else '0' for bit in vector)
+
+
+def _unbits(text: str, size: int, what: str) -> np.ndarray:
+    if len(text) != size or set(text) - {'0', '1'}:
+        raise ConfigError(f'{what}: expected {size} digits 0/1, got {text!r}')
+    return np.array([ch == '1' for ch in text], dtype=bool)
 
 
 @dataclass
 class CapabilityBelief:
     """Everything an estimator knows: a plain value that can be saved and loaded.
 
-    ``accepted`` holds every accepted sample (rows) with the index of the task that
-    accepted it in ``accepted_task``; ``theta`` is derived from them (with forgetting).
-    The pessimistic baseline keeps its observed capabilities in ``observed``.
+    ``abc`` keeps every accepted sample (rows) with the index of the task that accepted
+    it in ``accepted_task``; ``theta`` is derived from them (with forgetting). The
+    posterior keeps its particles and the evidence (task and observed trajectory of
+    every task) in ``posterior``. The pessimistic baseline keeps its observed
+    capabilities in ``observed``.
     """
 
     method: str
@@ -71,6 +188,8 @@ class CapabilityBelief:
     observed: np.ndarray | None = None
     tasks_seen: int = 0
     seed: int = 0
+    posterior: ParticlePosterior | None = None
+    last_accepted: int = 0   # samples (abc) or particles (posterior) that explained the last task
 
     def __post_init__(self):
         size = len(self.capability_names)
@@ -81,8 +200,12 @@ class CapabilityBelief:
         if self.observed is None:
             self.observed = np.zeros(size, dtype=bool)
 
+    @property
+    def uses_posterior(self) -> bool:
+        return self.posterior is not None
+
     def weights(self) -> np.ndarray:
-        """Each accepted sample's weight under the forgetting setting.
+        """Each accepted sample's weight under the forgetting setting (abc).
 
         Age counts the tasks that contributed samples since the sample's own task, so a
         task that accepts nothing leaves the belief exactly as it was.
@@ -102,6 +225,8 @@ class CapabilityBelief:
             return np.ones(len(self.capability_names))
         if self.method == 'pessimistic':
             return self.observed.astype(float)
+        if self.posterior is not None:
+            return self.posterior.theta()
         weights = self.weights()
         if weights.sum() <= 0:
             return np.full(len(self.capability_names), self.settings.prior)
@@ -111,54 +236,139 @@ class CapabilityBelief:
     def estimate(self) -> np.ndarray:
         if self.method == 'pessimistic':
             return self.observed.copy()
+        if self.posterior is not None:
+            return self.posterior.estimate(self.settings.undecided, self.settings.psi)
         return self.theta > self.settings.psi
 
     @property
+    def report(self) -> list[CapabilityReport]:
+        """What the evidence has decided per capability (the posterior only; else [])."""
+        return list(self.posterior.report) if self.posterior is not None else []
+
+    @property
     def accepted_count(self) -> int:
+        """Samples or particles that explained the last task (abc: all kept samples)."""
+        if self.posterior is not None:
+            return self.last_accepted
         return int((self.weights() > 0).sum()) if self.method.startswith('cecm') else 0
 
+    @property
+    def hypotheses_count(self) -> int:
+        """Distinct capability vectors the belief still holds possible."""
+        if self.posterior is not None and self.posterior.particles is not None:
+            return len(self.posterior.distinct()[0])
+        if self.method.startswith('cecm'):
+            kept = self.accepted[self.weights() > 0]
+            return len(np.unique(kept, axis=0)) if len(kept) else 0
+        return 1
+
+    def describe(self) -> list[str]:
+        """The evidence report in words (see :func:`inference.describe_report`)."""
+        report = self.report
+        return describe_report(self.capability_names, [r.status for r in report],
+                               [r.confounded_with for r in report])
+
+    # --------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
-        return {
+        data = {
             'format': BELIEF_FORMAT, 'method': self.method,
             'capability_names': list(self.capability_names),
             'settings': asdict(self.settings), 'tasks_seen': self.tasks_seen,
-            'seed': self.seed,
-            'accepted': [''.join('1' if bit else '0' for bit in row) for row in self.accepted],
+            'seed': self.seed, 'last_accepted': self.last_accepted,
+            'accepted': [_bits(row) for row in self.accepted],
             'accepted_task': self.accepted_task.tolist(),
-            'observed': ''.join('1' if bit else '0' for bit in self.observed),
+            'observed': _bits(self.observed),
             'theta': self.theta.round(6).tolist(),
             'estimate': [bool(b) for b in self.estimate],
         }
+        if self.posterior is not None:
+            posterior = self.posterior
+            data['posterior'] = {
+                'live': _bits(posterior.live),
+                'groups': [list(g) for g in posterior.prior.groups],
+                'tasks': [_evidence_dict(item.task, item.observed)
+                          for item in posterior.evidence],
+                **posterior.state(),
+            }
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> CapabilityBelief:
-        if data.get('format') != BELIEF_FORMAT:
-            raise ConfigError(f'not a capability belief (format {data.get("format")!r}, '
-                              f'expected {BELIEF_FORMAT!r})')
+        """A belief from its dict; format 1 (the pooled ABC belief) is migrated."""
+        if not isinstance(data, dict):
+            raise ConfigError('not a capability belief (expected a JSON object)')
+        fmt = data.get('format')
+        if fmt in OLDER_BELIEF_FORMATS:
+            data = {**data, 'settings': {'inference': 'abc', **data.get('settings', {})}}
+        elif fmt != BELIEF_FORMAT:
+            raise ConfigError(f'not a capability belief (format {fmt!r}, expected '
+                              f'{BELIEF_FORMAT!r})')
         names = list(data['capability_names'])
+        size = len(names)
         rows = data.get('accepted', [])
-        if any(len(row) != len(names) or set(row) - {'0', '1'} for row in rows):
-            raise ConfigError('belief has accepted samples of the wrong length or alphabet')
-        accepted = np.array([[ch == '1' for ch in row] for row in rows], dtype=bool) \
-            .reshape(len(rows), len(names))
-        observed = np.array([ch == '1' for ch in data.get('observed', '0' * len(names))],
-                            dtype=bool)
-        return cls(method=data['method'], capability_names=names,
-                   settings=EstimatorSettings(**data.get('settings', {})),
-                   accepted=accepted,
-                   accepted_task=np.array(data.get('accepted_task', []), dtype=np.int64),
-                   observed=observed, tasks_seen=int(data.get('tasks_seen', 0)),
-                   seed=int(data.get('seed', 0)))
+        accepted = np.array([_unbits(r, size, 'accepted sample') for r in rows],
+                            dtype=bool).reshape(len(rows), size)
+        observed = _unbits(data.get('observed', '0' * size), size, 'observed')
+        settings = EstimatorSettings.from_dict(data.get('settings', {}))
+        belief = cls(method=str(data['method']), capability_names=names, settings=settings,
+                     accepted=accepted,
+                     accepted_task=np.array(data.get('accepted_task', []), dtype=np.int64),
+                     observed=observed, tasks_seen=int(data.get('tasks_seen', 0)),
+                     seed=int(data.get('seed', 0)),
+                     last_accepted=int(data.get('last_accepted', 0)))
+        if len(belief.accepted_task) != len(accepted):
+            raise ConfigError('belief has accepted samples and task indices of different '
+                              'lengths')
+        if 'posterior' in data:
+            state = data['posterior']
+            live = _unbits(state['live'], size, 'posterior live mask')
+            prior = CapabilityPrior(size, settings.prior,
+                                    tuple(tuple(int(i) for i in g)
+                                          for g in state.get('groups', [])),
+                                    settings.coupling)
+            posterior = ParticlePosterior(prior, live, settings.epsilon, settings.samples,
+                                          settings.sweeps, settings.window, names)
+            posterior.restore(state, [_evidence_from_dict(t) for t in state.get('tasks', [])])
+            belief.posterior = posterior
+        return belief
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+        """Write-fsync-rename, so that a crash mid-write never leaves a broken file."""
+        from .storage import write_atomically
+
+        write_atomically(Path(path), json.dumps(self.to_dict(), indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> CapabilityBelief:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise ConfigError(f'cannot load belief from {path}: {error}') from error
+
+    def copy(self) -> CapabilityBelief:
+        """An independent copy that shares only memoised distances (facts, not state)."""
+        posterior, self.posterior = self.posterior, None
+        try:
+            twin = copy.deepcopy(self)
+        finally:
+            self.posterior = posterior
+        if posterior is not None:
+            twin.posterior = posterior.copy()
+        return twin
+
+
+def _evidence_dict(task: Task, observed: Sequence[int]) -> dict:
+    return {'task_id': task.task_id, 'initial': sorted(task.initial), 'goal': sorted(task.goal),
+            'observed': [format(state, 'x') for state in observed]}
+
+
+def _evidence_from_dict(data: dict) -> tuple[Task, tuple[int, ...]]:
+    try:
+        task = Task(str(data['task_id']), frozenset(data['initial']), frozenset(data['goal']))
+        observed = tuple(int(state, 16) for state in data['observed'])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f'malformed evidence entry in the belief: {error}') from None
+    return task, observed
 
 
 @dataclass(frozen=True)
@@ -186,12 +396,17 @@ class Estimator:
             if belief.method != self.method:
                 raise ConfigError(f'the belief belongs to method {belief.method!r}, '
                                   f'not {self.method!r}')
+            self.settings = belief.settings
         self.belief = belief or CapabilityBelief(self.method, list(model.catalog.names),
                                                  self.settings, seed=seed)
 
     @property
     def estimate(self) -> np.ndarray:
         return self.belief.estimate
+
+    def hypotheses(self) -> tuple[np.ndarray, np.ndarray]:
+        """The capability vectors this estimator holds possible and their weights."""
+        return self.estimate[None, :], np.ones(1)
 
     def update(self, task: Task, observed: Sequence[int],
                progress: ProgressCallback | None = None) -> UpdateReport:
@@ -225,7 +440,8 @@ class PessimisticEstimator(Estimator):
 
 
 class CecmEstimator(Estimator):
-    """CE-CM, the paper's Algorithm 1 (see ``hypotheses`` for how plans are obtained)."""
+    """CE-CM (see ``hypotheses`` for how plans are obtained, ``inference`` for the
+    posterior and the module docstring for the two ways of inferring)."""
 
     method = 'cecm'
 
@@ -233,9 +449,40 @@ class CecmEstimator(Estimator):
                  seed: int = 0, belief: CapabilityBelief | None = None):
         super().__init__(model, settings, seed, belief)
         self.evaluator = evaluator
+        if self.settings.inference == 'posterior' and self.belief.posterior is None:
+            if self.belief.tasks_seen or len(self.belief.accepted):
+                raise ConfigError('this belief was learned with abc inference; it cannot '
+                                  'continue as a posterior')
+            self.belief.posterior = self._new_posterior()
+            self.belief.posterior.start(np.random.default_rng([self.belief.seed, 0]))
+        elif self.settings.inference == 'abc' and self.belief.posterior is not None:
+            raise ConfigError('this belief is a posterior; it cannot continue with abc')
+
+    def _new_posterior(self) -> ParticlePosterior:
+        settings, catalog = self.settings, self.model.catalog
+        live = ~self.model.inert_mask
+        # Coupling groups: each room's capabilities that can matter at all.
+        groups = tuple(g for g in (tuple(i for i in group if live[i])
+                                   for group in catalog.groups()) if len(g) > 1)
+        prior = CapabilityPrior(len(catalog), settings.prior,
+                                groups if settings.coupling > 0 else (), settings.coupling)
+        return ParticlePosterior(prior, live, settings.epsilon, settings.samples,
+                                 settings.sweeps, settings.window, catalog.names)
+
+    def hypotheses(self) -> tuple[np.ndarray, np.ndarray]:
+        belief = self.belief
+        if belief.posterior is not None:
+            return belief.posterior.distinct()
+        weights = belief.weights()
+        if weights.sum() > 0:
+            vectors, inverse = np.unique(belief.accepted, axis=0, return_inverse=True)
+            mass = np.bincount(inverse.ravel(), weights=weights, minlength=len(vectors))
+            return vectors, mass / mass.sum()
+        samples = self.draw_samples()
+        return samples, np.full(len(samples), 1.0 / len(samples))
 
     def proposal_probabilities(self) -> np.ndarray:
-        """P(c_i = 1) of the distribution the next task's samples are drawn from.
+        """P(c_i = 1) of the distribution the next task's samples are drawn from (abc).
 
         The paper draws from the fixed Bernoulli prior. With ``proposal='belief'`` the
         samples come from the current belief instead (kept away from 0 and 1 so that
@@ -249,15 +496,18 @@ class CecmEstimator(Estimator):
         return np.clip(self.belief.theta, floor, 1.0 - floor)
 
     def draw_samples(self) -> np.ndarray:
-        """The N samples for the next task; seeded by (seed, tasks seen)."""
+        """The N samples for the next task (abc); seeded by (seed, tasks seen)."""
         rng = np.random.default_rng([self.belief.seed, self.belief.tasks_seen])
         size = (self.settings.samples, len(self.model.catalog))
         return rng.random(size) < self.proposal_probabilities()
 
     def update(self, task: Task, observed: Sequence[int],
                progress: ProgressCallback | None = None) -> UpdateReport:
+        """One task's update; on any error the belief stays exactly as it was."""
         if len(observed) < 1:
             raise ConfigError(f'task {task.task_id}: the observed trajectory is empty')
+        if self.belief.posterior is not None:
+            return self._update_posterior(task, observed, progress)
         samples = self.draw_samples()
         distances = self.evaluator.distances(task, samples, observed, progress)
         accepted = samples[distances < self.settings.epsilon]
@@ -271,8 +521,26 @@ class CecmEstimator(Estimator):
             message = (f'no sample of {len(samples)} came within epsilon='
                        f'{self.settings.epsilon:g}; belief unchanged')
         belief.tasks_seen += 1
+        belief.last_accepted = len(accepted)
         return UpdateReport(task.task_id, len(samples), len(accepted), bool(len(accepted)),
                             message)
+
+    def _update_posterior(self, task, observed, progress) -> UpdateReport:
+        self.model.validate_task(task)
+        limit = 1 << len(self.model.propositions)
+        for step, state in enumerate(observed):
+            if not 0 <= int(state) < limit:
+                raise ConfigError(f'task {task.task_id}: observed state {step} is not a '
+                                  'state of this household')
+        updated = self.belief.copy()
+        rng = np.random.default_rng([updated.seed, updated.tasks_seen + 1])
+        result = updated.posterior.update(task, tuple(int(s) for s in observed),
+                                          self.evaluator, rng, progress)
+        updated.tasks_seen += 1
+        updated.last_accepted = result.survivors
+        self.belief = updated
+        return UpdateReport(task.task_id, self.settings.samples, result.survivors,
+                            result.explained, result.message)
 
 
 def observed_human_capabilities(model: TidyUpModel, trajectory: Sequence[int]) -> np.ndarray:

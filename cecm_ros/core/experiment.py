@@ -15,7 +15,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,13 +27,20 @@ from .domain import TidyUpModel
 from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
 from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
+from .metrics import HeldoutPool
 from .partners import RobotTeammate, SimulatedHuman, TaskRecord, run_shared_task
 from .planner import JointPlanner
-from .tasks import TaskGenerator
+from .task_choice import choose_task
+from .tasks import TaskSequence, heldout_seed
 
-METRICS = ('hamming', 'hamming_active', 'correction_ratio', 'iou', 'infeasible_assigned',
-           'accepted_samples')
+METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
+           'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
+           'wrong_known')
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
+TASK_CHOICES = ('given', 'informative')
+# One letter per capability in TaskResult.status (what the evidence decided).
+STATUS_LETTERS = {'known_present': 'P', 'known_absent': 'A', 'undecided': 'U',
+                  'never_exercised': 'N', 'inert': 'I'}
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,9 @@ class ExperimentSettings:
     switch_partner: str | None = None        # partner after `switch_after` tasks
     switch_after: int | None = None
     forgo_probability: float = 0.0           # chance the partner declines a capability
+    task_choice: str = 'given'               # or 'informative': the most informative of
+    candidates: int = 5                      # this many candidate tasks
+    heldout: int = 40                        # size of the held-out pool for the metrics
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -61,6 +71,17 @@ class ExperimentSettings:
                               f'{self.forgo_probability}')
         if (self.switch_partner is None) != (self.switch_after is None):
             raise ConfigError('switch_partner and switch_after go together')
+        if self.task_choice not in TASK_CHOICES:
+            raise ConfigError(f'task_choice must be one of {", ".join(TASK_CHOICES)}, got '
+                              f'{self.task_choice!r}')
+        if self.candidates < 1:
+            raise ConfigError(f'candidates must be at least 1, got {self.candidates}')
+        if self.heldout < 0:
+            raise ConfigError(f'heldout must be at least 0, got {self.heldout}')
+
+    @property
+    def heldout_seed(self) -> int:
+        return heldout_seed(self.seed)
 
 
 @dataclass
@@ -81,14 +102,23 @@ class TaskResult:
     truth: str
     theta: str           # P(c_i = 1) per capability after the update, space-separated
     update_message: str
+    status: str = ''     # per capability, what the evidence decided (STATUS_LETTERS)
+    decided: int = 0     # capabilities known present or absent
+    wrong_known: int = 0  # capabilities reported as known whose value is wrong
+    candidates: int = 1  # tasks the task was chosen from
+    information: float = 0.0   # its expected information gain (bits; 0 when given)
+    heldout_agreement: float = float('nan')      # filled in by HeldoutPool
+    hamming_identifiable: float = float('nan')   # filled in by HeldoutPool
 
 
 def task_metrics(model: TidyUpModel, record: TaskRecord, estimate: np.ndarray,
                  theta: np.ndarray, truth: np.ndarray, accepted: int, message: str, run: int,
-                 index: int) -> TaskResult:
-    """The paper's metrics for one task (Hamming after the update on that task)."""
+                 index: int, statuses: Sequence[str] = ()) -> TaskResult:
+    """The paper's metrics for one task (Hamming after the update on that task), and
+    what the evidence decided (``statuses``: one per capability, or none)."""
     active = ~model.inert_mask
     bits = ''.join('1' if b else '0' for b in estimate)
+    known = [s in ('known_present', 'known_absent') for s in statuses]
     return TaskResult(
         run=run, task_index=index, task_id=record.task.task_id,
         hamming=metrics.hamming(estimate, truth),
@@ -100,14 +130,24 @@ def task_metrics(model: TidyUpModel, record: TaskRecord, estimate: np.ndarray,
         robot_decisions=record.robot_decisions, goal_reached=record.goal_reached,
         estimate=bits, truth=''.join('1' if b else '0' for b in truth),
         theta=' '.join(f'{value:.3f}' for value in theta),
-        update_message=message)
+        update_message=message,
+        status=''.join(STATUS_LETTERS.get(s, '?') for s in statuses),
+        decided=sum(known),
+        wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t))
 
 
 def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSettings,
              run: int, report: Callable[[str], None] | None = None) -> list[TaskResult]:
-    """One run: a seeded task sequence with one estimator learning along it."""
+    """One run: a seeded task sequence with one estimator learning along it.
+
+    With informative task choice each task is the most informative of ``candidates``
+    (see :class:`~cecm_ros.core.tasks.TaskSequence`); ``given`` runs exactly the tasks
+    the seeded generator draws.
+    """
     run_seed = settings.seed * 100_003 + run
-    generator = TaskGenerator(model, run_seed)
+    informative = settings.task_choice == 'informative'
+    sequence = TaskSequence(model, run_seed, count=settings.tasks,
+                            candidates=settings.candidates if informative else 1)
     evaluator = (DiversePlanEvaluator(planner) if settings.method == 'cecm_div'
                  else SharedPlanEvaluator(planner))
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
@@ -119,24 +159,52 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
         if settings.switch_after is not None and index >= settings.switch_after:
             partner = settings.switch_partner
         truth = model.catalog.resolve(partner)
-        task = generator.next_task()
         started = time.perf_counter()
+        candidates = sequence.offer()
+        choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
+                             settings.estimator.epsilon)
+        task = sequence.take(choice.index)
+        information = choice.information[choice.index] if choice.information else 0.0
         human = SimulatedHuman(planner, truth, settings.forgo_probability,
                                seed=int(partner_rng.integers(2**32)))
         record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
                                  human)
         update = estimator.update(task, record.trajectory)
         result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
-                              update.samples_accepted,
-                              update.message, run, index)
+                              update.samples_accepted, update.message, run, index,
+                              [entry.status for entry in estimator.belief.report])
+        result.candidates = len(candidates)
+        result.information = round(information, 4)
         results.append(result)
         if report:
             report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '
                    f'{settings.method}: hamming={result.hamming:.2f} corrections='
                    f'{result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
-                   f'accepted={result.accepted_samples} '
+                   f'accepted={result.accepted_samples} decided={result.decided} '
                    f'({time.perf_counter() - started:.1f} s)')
     return results
+
+
+def add_heldout_metrics(model: TidyUpModel, pool: HeldoutPool, results: list[TaskResult]
+                        ) -> dict[str, list[str]]:
+    """Fill in each row's held-out agreement and identifiable Hamming distance; returns
+    the identifiable capabilities of every true vector that occurs."""
+    size = len(model.catalog)
+    estimates = np.array([[ch == '1' for ch in r.estimate] for r in results], dtype=bool) \
+        .reshape(len(results), size)
+    identifiable = {}
+    for truth_bits in sorted({r.truth for r in results}):
+        truth = np.array([ch == '1' for ch in truth_bits], dtype=bool)
+        mask = pool.identifiable(truth)
+        identifiable[model.catalog.format_vector(truth)] = \
+            [model.catalog.names[i] for i in np.flatnonzero(mask)]
+        rows = [i for i, r in enumerate(results) if r.truth == truth_bits]
+        agreement = pool.agreement(estimates[rows], truth)
+        for row, value in zip(rows, agreement):
+            results[row].heldout_agreement = float(value)
+            results[row].hamming_identifiable = metrics.hamming(estimates[row], truth, mask) \
+                if mask.any() else 0.0
+    return identifiable
 
 
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -162,7 +230,9 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         rows = [r for r in results if r.task_index == index]
         entry = {'task': index + 1, 'runs': len(rows)}
         for name in METRICS:
-            entry[name] = mean_ci95([getattr(r, name) for r in rows])
+            values = [getattr(r, name) for r in rows]
+            if not any(isinstance(v, float) and math.isnan(v) for v in values):
+                entry[name] = mean_ci95(values)
         # The paper's appendix B.1: how each capability's estimate evolves over tasks.
         thetas = np.array([[float(v) for v in r.theta.split()] for r in rows])
         entry['theta'] = {name: mean_ci95(thetas[:, i])
@@ -218,20 +288,33 @@ def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = Non
         else:
             batches = [run_once(model, planner, settings, run, report)
                        for run in range(settings.runs)]
+        results = [r for batch in batches for r in batch]
+        identifiable = None
+        if settings.heldout:
+            report(f'held-out metrics: {settings.heldout} tasks (seed {settings.heldout_seed})')
+            pool = HeldoutPool(model, SharedPlanEvaluator(planner), settings.heldout_seed,
+                               settings.heldout)
+            identifiable = add_heldout_metrics(model, pool, results)
     finally:
         if own_planner:
             planner.close()
     wall = time.perf_counter() - started
-    results = [r for batch in batches for r in batch]
-    summary = summarise(settings, results, wall, model,
-                        {'planner_calls': planner.calls - calls_before,
-                         'planner_cache_hits': planner.cache_hits - hits_before})
+    extra = {'planner_calls': planner.calls - calls_before,
+             'planner_cache_hits': planner.cache_hits - hits_before,
+             'estimator_variant': settings.estimator.variant}
+    if identifiable is not None:
+        extra['identifiable_capabilities'] = identifiable
+        extra['heldout_seed'] = settings.heldout_seed
+    summary = summarise(settings, results, wall, model, extra)
     if out_dir is not None:
         write_outputs(Path(out_dir), summary, results)
     return summary
 
 
 PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-inert)',
+               'hamming_identifiable': 'Hamming (identifiable)',
+               'heldout_agreement': 'Held-out agreement', 'decided': 'Capabilities decided',
+               'wrong_known': 'Wrong capabilities reported known',
                'correction_ratio': 'Ratio of corrected actions', 'iou': 'Plan overlap (IoU)',
                'infeasible_assigned': 'Infeasible actions assigned',
                'accepted_samples': 'Accepted samples'}
@@ -249,17 +332,24 @@ def plot_summaries(summaries: dict[str, dict], out_dir: Path, title: str = '') -
     written = []
     for name in METRICS:
         figure, axes = plt.subplots(figsize=(4.2, 3.2), dpi=120)
+        plotted = False
         for method, summary in summaries.items():
-            rows = summary['per_task']
+            rows = [row for row in summary['per_task'] if name in row]
+            if not rows:
+                continue
+            plotted = True
             x = [row['task'] for row in rows]
             mean = [row[name]['mean'] for row in rows]
             low = [row[name]['ci95_low'] for row in rows]
             high = [row[name]['ci95_high'] for row in rows]
             line, = axes.plot(x, mean, marker='o', label=METHOD_LABELS.get(method, method))
             axes.fill_between(x, low, high, alpha=0.2, color=line.get_color())
+            axes.set_xticks(x)
+        if not plotted:
+            plt.close(figure)
+            continue
         axes.set_xlabel('Task')
         axes.set_ylabel(PLOT_LABELS[name])
-        axes.set_xticks(x)
         if title:
             axes.set_title(title, fontsize=9)
         axes.grid(alpha=0.3)

@@ -1,10 +1,12 @@
-"""Evaluate capability hypotheses against an observed trajectory.
+"""What a capability hypothesis predicts for a task: the plans (trajectories) it permits.
 
-This is CE-CM's expensive inner loop: every sampled capability vector needs the joint
-plan it induces. Two interchangeable evaluators:
+This is the one question inference asks of a domain. :class:`HypothesisEvaluator`
+states it; the posterior, the evidence report and the task choice (``inference``,
+``task_choice``) use nothing else, so another domain with another planner plugs in by
+answering it. Three answers for TidyUP:
 
 * :class:`NaiveEvaluator` plans once per sample, as Algorithm 1 is written.
-* :class:`SharedPlanEvaluator` reaches the same decisions with far fewer planner calls.
+* :class:`SharedPlanEvaluator` reaches the same plans with far fewer planner calls.
   It rests on one fact: if a plan is cost-optimal under a vector ``c'`` and every
   partner action it uses is permitted by a vector ``c`` with ``c <= c'``, the plan is
   also cost-optimal under ``c`` (``c`` allows no cheaper plan than ``c'`` does).
@@ -15,11 +17,14 @@ plan it induces. Two interchangeable evaluators:
   "Cost" here is the planner's objective, household cost with its tie-breaks (see
   ``cecm_ros.core.domain``), whose optimum is nearly always unique: answers can differ
   from the naive ones only where two plans tie on it too.
+* :class:`DiversePlanEvaluator` (CE-CM-Div) answers with a set of plans per hypothesis.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -28,9 +33,47 @@ from .planner import JointPlan, JointPlanner
 from .trajectory import jaccard_distance, min_jaccard_distance
 
 ProgressCallback = Callable[[int, int], None]  # (samples evaluated, samples total)
+Trajectory = tuple[int, ...]
 
 
-class NaiveEvaluator:
+class HypothesisEvaluator(Protocol):
+    """The trajectories a capability vector permits for a task (a domain's answer).
+
+    ``trajectory_sets`` gives, per sample, the set of joint trajectories the team
+    could produce if the partner had that vector: one (the optimal plan's) for CE-CM,
+    several for CE-CM-Div; the first is always the one a planning robot would predict.
+    Answers must depend only on the task and the vector, never on what was asked
+    before (caches may make them cheaper, not different).
+    """
+
+    def trajectory_sets(self, task, samples: np.ndarray,
+                        progress: ProgressCallback | None = None) -> list[list[Trajectory]]:
+        ...
+
+    def distances(self, task, samples: np.ndarray, observed: Sequence[int],
+                  progress: ProgressCallback | None = None) -> np.ndarray:
+        ...
+
+
+class _PlanEvaluator:
+    """Trajectory sets and distances from ``plan_sets`` (one or more plans per sample)."""
+
+    def plan_sets(self, task: Task, samples: np.ndarray,
+                  progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
+        raise NotImplementedError
+
+    def trajectory_sets(self, task, samples, progress=None) -> list[list[Trajectory]]:
+        return [[plan.trajectory for plan in plans]
+                for plans in self.plan_sets(task, samples, progress)]
+
+    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
+                  progress: ProgressCallback | None = None) -> np.ndarray:
+        sets = self.trajectory_sets(task, samples, progress)
+        return np.array([min_jaccard_distance(trajectories, observed)
+                         for trajectories in sets], dtype=float)
+
+
+class NaiveEvaluator(_PlanEvaluator):
     """One planner call per sample (no sharing): the reference for correctness."""
 
     def __init__(self, planner: JointPlanner):
@@ -45,13 +88,31 @@ class NaiveEvaluator:
                 progress(index + 1, len(samples))
         return plans
 
-    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
-                  progress: ProgressCallback | None = None) -> np.ndarray:
+    def plan_sets(self, task, samples, progress=None) -> list[list[JointPlan]]:
+        return [[plan] for plan in self.plans(task, samples, progress)]
+
+    def distances(self, task, samples, observed, progress=None) -> np.ndarray:
         plans = self.plans(task, samples, progress)
         return np.array([jaccard_distance(p.trajectory, observed) for p in plans])
 
 
-class SharedPlanEvaluator:
+class _KnownPlans:
+    """The plans a planner knows for one task, as arrays for the sharing rules."""
+
+    def __init__(self, known: list[tuple[np.ndarray, JointPlan]], size: int):
+        # Sorted by vector so that the first of several equally good plans is a fixed one.
+        known = sorted(known, key=lambda pair: pair[0].tobytes())
+        self.count = len(known)
+        self.plans = [plan for _, plan in known]
+        self.vectors = np.array([v for v, _ in known], dtype=bool).reshape(len(known), size)
+        self.used = np.zeros((len(known), size), dtype=bool)
+        for row, plan in enumerate(self.plans):
+            self.used[row, list(plan.human_capabilities_used)] = True
+        self.cost = np.array([p.planner_cost for p in self.plans], dtype=np.int64)
+        self.by_vector = {v.tobytes(): row for row, v in enumerate(self.vectors)}
+
+
+class SharedPlanEvaluator(_PlanEvaluator):
     """Plans shared between hypotheses that provably induce an optimal plan in common.
 
     Two rules decide that a known plan ``P`` (optimal under its vector ``v``) is optimal
@@ -66,133 +127,167 @@ class SharedPlanEvaluator:
     intermediate vectors) and the distinct relaxed vectors of a wave are planned in
     parallel. With few samples this can take more calls than planning each sample once
     (the intermediate vectors are shared by nobody); it pays off from about a hundred.
+    Both rules are evaluated for a whole batch at once (matrix products over the known
+    plans), because the posterior re-checks many vectors against every task seen.
     """
 
     def __init__(self, planner: JointPlanner):
         self.planner = planner
+        self._known: dict[tuple, _KnownPlans] = {}
+        self._lock = threading.Lock()
+
+    def _known_plans(self, task: Task) -> _KnownPlans:
+        count = self.planner.known_plan_count(task)
+        with self._lock:
+            known = self._known.get(task.key)
+        if known is None or known.count != count:
+            known = _KnownPlans(self.planner.cached_plans(task), len(self.planner.model.catalog))
+            with self._lock:
+                self._known[task.key] = known
+                while len(self._known) > 512:
+                    self._known.pop(next(iter(self._known)))
+        return known
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
         model = self.planner.model
-        samples = np.asarray(samples, dtype=bool) | model.inert_mask
+        samples = np.asarray(samples, dtype=bool).reshape(-1, len(model.catalog)) \
+            | model.inert_mask
         total = len(samples)
         relaxed = np.ones_like(samples)
         result: list[JointPlan | None] = [None] * total
-        pending = list(range(total))
+        pending = np.arange(total)
         done = 0
-        while pending:
-            known = self.planner.cached_plans(task)
-            by_vector = {v.tobytes(): p for v, p in known}
-            used = [(v, p, _used_mask(p, samples.shape[1])) for v, p in known]
-            to_plan: dict[bytes, np.ndarray] = {}
+        while len(pending):
+            known = self._known_plans(task)
+            settled = _bounded_plans(samples[pending], known)
             waiting = []
-            for i in pending:
-                plan = by_vector.get(relaxed[i].tobytes())
-                if plan is not None:
-                    violated = _used_mask(plan, samples.shape[1]) & ~samples[i]
-                    if not violated.any():
-                        result[i] = plan
-                        done += 1
-                        continue
-                    violated[np.flatnonzero(violated)[1:]] = False  # one at a time
-                    relaxed[i] &= ~violated
-                bounded = _bounded_plan(samples[i], used)
-                if bounded is not None:
-                    result[i] = bounded
+            to_plan: dict[bytes, np.ndarray] = {}
+            for i, row in zip(pending, settled):
+                if row >= 0:
+                    result[i] = known.plans[row]
                     done += 1
                     continue
+                own = known.by_vector.get(relaxed[i].tobytes())
+                if own is not None:
+                    # Rule 1 did not settle the sample, so the plan of its current relaxed
+                    # vector uses something it lacks: remove the first such capability.
+                    violated = np.flatnonzero(known.used[own] & ~samples[i])
+                    relaxed[i, violated[0]] = False
                 to_plan.setdefault(relaxed[i].tobytes(), relaxed[i].copy())
                 waiting.append(i)
             if to_plan:
                 self.planner.plan_many(task, list(to_plan.values()))
-            pending = waiting
+            pending = np.array(waiting, dtype=int)
             if progress:
                 progress(done, total)
         return result  # type: ignore[return-value]
 
-    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
-                  progress: ProgressCallback | None = None) -> np.ndarray:
+    def plan_sets(self, task, samples, progress=None) -> list[list[JointPlan]]:
+        return [[plan] for plan in self.plans(task, samples, progress)]
+
+    def distances(self, task, samples, observed, progress=None) -> np.ndarray:
         plans = self.plans(task, samples, progress)
         return np.array([jaccard_distance(p.trajectory, observed) for p in plans])
 
 
-def _used_mask(plan: JointPlan, size: int) -> np.ndarray:
-    mask = np.zeros(size, dtype=bool)
-    mask[list(plan.human_capabilities_used)] = True
-    return mask
+def _bounded_plans(samples: np.ndarray, known: _KnownPlans) -> np.ndarray:
+    """Per sample, the row of a known plan that rule 1 or 2 proves optimal, else -1."""
+    rows = np.full(len(samples), -1, dtype=np.int64)
+    if known.count == 0 or len(samples) == 0:
+        return rows
+    as_int = samples.astype(np.int32)
+    # superset[s, k]: the known vector k has every capability sample s has.
+    superset = as_int @ (~known.vectors).astype(np.int32).T == 0
+    # permitted[s, k]: plan k uses only capabilities sample s has.
+    permitted = (~samples).astype(np.int32) @ known.used.astype(np.int32).T == 0
+    costs = np.where(superset, known.cost[None, :], -1)
+    lower_bound = costs.max(axis=1)
+    # A permitted plan costs at least the optimum, which is at least the lower bound:
+    # one that meets the bound is optimal (rule 1 is the case k in the supersets).
+    candidate = permitted & (known.cost[None, :] == lower_bound[:, None]) \
+        & (lower_bound[:, None] >= 0)
+    # Remaining ties: the plan found under the most similar vector, then the first one.
+    distance = (samples[:, None, :] != known.vectors[None, :, :]).sum(axis=2)
+    distance = np.where(candidate, distance, np.iinfo(np.int64).max)
+    best = distance.argmin(axis=1)
+    found = candidate[np.arange(len(samples)), best]
+    rows[found] = best[found]
+    return rows
 
 
-def _bounded_plan(sample: np.ndarray, known) -> JointPlan | None:
-    """A known plan that rule 1 or 2 of :class:`SharedPlanEvaluator` proves optimal."""
-    lower_bound = None
-    for vector, plan, _ in known:
-        if not (sample & ~vector).any():  # vector >= sample
-            lower_bound = max(lower_bound or 0, plan.planner_cost)
-    if lower_bound is None:
-        return None
-    best, best_key = None, None
-    for vector, plan, used in known:
-        # The planner's own objective, tie-breaks included: a plan that is merely as
-        # cheap in household cost need not be the one a search under ``sample`` finds.
-        if (used & ~sample).any() or plan.planner_cost > lower_bound:
-            continue
-        # Remaining ties: prefer the plan found under the most similar vector.
-        key = (int(np.count_nonzero(vector != sample)), vector.tobytes())
-        if best_key is None or key < best_key:
-            best, best_key = plan, key
-    return best
-
-
-class DiversePlanEvaluator:
+class DiversePlanEvaluator(_PlanEvaluator):
     """CE-CM-Div: compare the observation with a set of diverse plans per hypothesis.
 
-    For a hypothesis ``c`` the set holds its optimal plan and every other plan known
-    for the task that ``c`` permits (it uses only capabilities ``c`` has) and that costs
-    at most ``1 + cost_slack`` times the optimum: plans of partners who forgo some of
-    their capabilities, the commonest way a real partner departs from the optimal plan.
-    The known plans are those the shared evaluator has already computed for the task
-    (optimal under the relaxed vectors), so the set costs no further planner calls.
-    The set is thinned greedily, cheapest first, keeping a plan only when at least a
-    fraction ``diversity`` of its states differs from every plan kept before it (the
-    paper's trajectory set difference), and holds at most ``max_plans`` plans. The
-    hypothesis is at the distance of the closest plan in its set.
+    The set of a hypothesis ``c`` holds its optimal plan and the optimal plans of the
+    partners who decline capabilities that plan uses (``c`` minus one used capability,
+    repeated ``depth`` times): what a partner with an unmodelled preference does, the
+    commonest way a real partner departs from the optimal plan. Plans costing more
+    than ``1 + cost_slack`` times the optimum are left out; the rest are thinned in a
+    fixed order (cheapest first), keeping a plan only when at least a fraction
+    ``diversity`` of its states differs from every plan kept before it (the paper's
+    trajectory set difference), and at most ``max_plans`` are kept. Every plan in the
+    set follows from the task and ``c`` alone, whatever else was planned before.
     """
 
     def __init__(self, planner: JointPlanner, max_plans: int = 50, diversity: float = 0.35,
-                 cost_slack: float = 0.25):
+                 cost_slack: float = 0.25, depth: int = 1):
+        if depth < 0:
+            raise ValueError(f'depth must be at least 0, got {depth}')
         self.planner = planner
         self.shared = SharedPlanEvaluator(planner)
         self.max_plans = max_plans
         self.diversity = diversity
         self.cost_slack = cost_slack
+        self.depth = depth
 
     def plan_sets(self, task: Task, samples: np.ndarray,
                   progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
         samples = np.asarray(samples, dtype=bool) | self.planner.model.inert_mask
         optimal = self.shared.plans(task, samples, progress)
-        size = samples.shape[1]
-        known = sorted({p.sequential: p for _, p in self.planner.cached_plans(task)}.values(),
-                       key=lambda p: (p.cost, p.sequential))
-        used = [_used_mask(p, size) for p in known]
+        seen = [{sample.tobytes()} for sample in samples]
+        alternatives: list[list[JointPlan]] = [[] for _ in samples]
+        level = [[(sample, plan)] for sample, plan in zip(samples, optimal)]
+        for _ in range(self.depth):
+            # Every sample's next level: its vectors minus one capability their plan uses.
+            wanted: dict[bytes, np.ndarray] = {}
+            owners: list[list[bytes]] = []
+            for index, pairs in enumerate(level):
+                keys = []
+                for vector, plan in pairs:
+                    for gate in sorted(plan.human_capabilities_used):
+                        relaxed = vector.copy()
+                        relaxed[gate] = False
+                        key = relaxed.tobytes()
+                        if key not in seen[index]:
+                            seen[index].add(key)
+                            wanted.setdefault(key, relaxed)
+                            keys.append(key)
+                owners.append(keys)
+            if not wanted:
+                break
+            solved = dict(zip(wanted, self.shared.plans(task, np.array(list(wanted.values())))))
+            level = [[(wanted[key], solved[key]) for key in keys] for keys in owners]
+            for index, pairs in enumerate(level):
+                alternatives[index].extend(plan for _, plan in pairs)
         sets = []
-        for sample, best in zip(samples, optimal):
-            limit = best.cost * (1.0 + self.cost_slack) + 1e-9
-            chosen = [best]
-            for plan, mask in zip(known, used):
-                if len(chosen) >= self.max_plans or plan.cost > limit:
-                    break
-                if (mask & ~sample).any() or plan.sequential == best.sequential:
-                    continue
-                if min(_set_difference(plan, other) for other in chosen) >= self.diversity:
-                    chosen.append(plan)
-            sets.append(chosen)
+        for best, others in zip(optimal, alternatives):
+            distinct = {plan.sequential: plan for plan in others}
+            sets.append(self._thin(best, sorted(distinct.values(),
+                                                key=lambda p: (p.planner_cost, p.sequential))))
         return sets
 
-    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
-                  progress: ProgressCallback | None = None) -> np.ndarray:
-        sets = self.plan_sets(task, samples, progress)
-        return np.array([min_jaccard_distance([p.trajectory for p in plans], observed)
-                         for plans in sets])
+    def _thin(self, best: JointPlan, others: list[JointPlan]) -> list[JointPlan]:
+        limit = best.cost * (1.0 + self.cost_slack) + 1e-9
+        chosen = [best]
+        for plan in others:
+            if len(chosen) >= self.max_plans or plan.cost > limit:
+                break
+            if plan.sequential == best.sequential:
+                continue
+            if min(_set_difference(plan, other) for other in chosen) >= self.diversity:
+                chosen.append(plan)
+        return chosen
 
 
 def _set_difference(plan: JointPlan, other: JointPlan) -> float:

@@ -42,3 +42,59 @@ def infeasible_assigned(model: TidyUpModel, plan: JointPlan, truth: np.ndarray) 
     """Partner actions in ``plan`` that the partner's true capabilities make self-loops."""
     return sum(1 for step in plan.steps if step.human != NOOP
                and not model.human_capable(model.action(step.human), truth))
+
+
+class HeldoutPool:
+    """A fixed pool of tasks (its own seed) on which plans under an estimate are compared
+    with plans under the true capabilities.
+
+    ``agreement``: the fraction of pool tasks on which the plan under the estimate
+    produces the same joint trajectory as the plan under the truth; what the robot
+    would get right on tasks it has not seen. ``identifiable``: the capabilities whose
+    single flip in the true vector changes the plan of at least one pool task; the
+    others cannot show in any plan here and no method should be blamed for them.
+    Plans come from ``evaluator`` (shared between vectors, cached per vector).
+    """
+
+    def __init__(self, model: TidyUpModel, evaluator, seed: int, size: int = 40):
+        from .tasks import TaskGenerator
+
+        if size < 1:
+            raise ValueError(f'a held-out pool needs at least one task, got {size}')
+        self.model = model
+        self.evaluator = evaluator
+        self.seed = seed
+        self.tasks = TaskGenerator(model, seed).tasks(size)
+        self._trajectories: dict[bytes, tuple] = {}
+
+    def trajectories(self, vectors: np.ndarray) -> list[tuple]:
+        """Per vector, the trajectory of its plan on every pool task."""
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool)) | self.model.inert_mask
+        keys = [v.tobytes() for v in vectors]
+        missing = {k: v for k, v in zip(keys, vectors) if k not in self._trajectories}
+        if missing:
+            batch = np.array(list(missing.values()))
+            per_task = [[p.trajectory for p in self.evaluator.plans(task, batch)]
+                        for task in self.tasks]
+            for column, key in enumerate(missing):
+                self._trajectories[key] = tuple(row[column] for row in per_task)
+        return [self._trajectories[k] for k in keys]
+
+    def agreement(self, estimates: np.ndarray, truth: np.ndarray) -> np.ndarray:
+        """Per estimate, the fraction of pool tasks planned exactly as under ``truth``."""
+        estimates = np.atleast_2d(np.asarray(estimates, dtype=bool))
+        reference = self.trajectories(truth[None, :])[0]
+        return np.array([np.mean([a == b for a, b in zip(mine, reference)])
+                         for mine in self.trajectories(estimates)])
+
+    def identifiable(self, truth: np.ndarray) -> np.ndarray:
+        """Capabilities whose single flip in ``truth`` changes a pool task's plan."""
+        truth = np.asarray(truth, dtype=bool)
+        live = np.flatnonzero(~self.model.inert_mask)
+        flipped = np.repeat(truth[None, :], len(live), axis=0)
+        flipped[np.arange(len(live)), live] ^= True
+        reference = self.trajectories(truth[None, :])[0]
+        mask = np.zeros(len(truth), dtype=bool)
+        for index, mine in zip(live, self.trajectories(flipped)):
+            mask[index] = any(a != b for a, b in zip(mine, reference))
+        return mask

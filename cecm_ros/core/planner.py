@@ -308,6 +308,9 @@ class JointPlanner:
         self.timeout_s = timeout_s
         self.workers = workers
         self._cache: OrderedDict[tuple, JointPlan] = OrderedDict()
+        # The same plans indexed by task, so that the plans known for one task are found
+        # without a scan of the whole cache (the hypothesis evaluators ask often).
+        self._by_task: dict[tuple, dict[bytes, JointPlan]] = {}
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._workers: list[_WorkerProcess] = []
@@ -376,10 +379,18 @@ class JointPlanner:
         if missing:
             solved = self._solve_all(task, list(missing.values()))
             with self._lock:
-                for vector_bytes, plan in zip(missing, solved):
-                    self._cache[(task.key, vector_bytes)] = plan
+                if self._cache_size > 0:
+                    known = self._by_task.setdefault(task.key, {})
+                    for vector_bytes, plan in zip(missing, solved):
+                        self._cache[(task.key, vector_bytes)] = plan
+                        known[vector_bytes] = plan
                 while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                    (task_key, vector_bytes), _ = self._cache.popitem(last=False)
+                    per_task = self._by_task.get(task_key)
+                    if per_task is not None:
+                        per_task.pop(vector_bytes, None)
+                        if not per_task:
+                            del self._by_task[task_key]
             by_bytes = dict(zip(missing, solved))
             results = [r if r is not None else by_bytes[k[1]] for r, k in zip(results, keys)]
         return [_retitled(plan, task.task_id) for plan in results]
@@ -388,8 +399,13 @@ class JointPlanner:
         """The (vector, plan) pairs this planner already knows for ``task``."""
         size = len(self.model.catalog)
         with self._lock:
-            return [(np.frombuffer(key[1], dtype=bool, count=size), plan)
-                    for key, plan in self._cache.items() if key[0] == task.key]
+            known = list(self._by_task.get(task.key, {}).items())
+        return [(np.frombuffer(vector, dtype=bool, count=size), plan) for vector, plan in known]
+
+    def known_plan_count(self, task: Task) -> int:
+        """How many plans this planner knows for ``task`` (grows as it plans)."""
+        with self._lock:
+            return len(self._by_task.get(task.key, ()))
 
     # ---------------------------------------------------------------- internals
     def _started_workers(self, wanted: int) -> list[_WorkerProcess]:

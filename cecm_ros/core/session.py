@@ -19,8 +19,15 @@ from . import metrics
 from .domain import Task, TidyUpModel
 from .errors import CecmError, ConfigError
 from .estimator import EstimatorSettings
-from .experiment import ExperimentSettings, TaskResult, summarise, task_metrics
+from .experiment import (
+    ExperimentSettings,
+    TaskResult,
+    add_heldout_metrics,
+    summarise,
+    task_metrics,
+)
 from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
+from .metrics import HeldoutPool
 from .partners import TaskRecord
 from .planner import JointPlan, JointPlanner
 
@@ -33,14 +40,20 @@ def evaluator_for(method: str, planner: JointPlanner):
 def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np.ndarray,
                         truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
                         corrections: int, robot_decisions: int, goal_reached: bool,
-                        accepted: int, message: str, theta: Sequence[float]) -> TaskResult:
-    """The metrics row of task ``index`` (0-based), Hamming after that task's update."""
+                        accepted: int, message: str, theta: Sequence[float],
+                        statuses: Sequence[str] = (),
+                        pool: HeldoutPool | None = None) -> TaskResult:
+    """The metrics row of task ``index`` (0-based), Hamming after that task's update;
+    with a held-out ``pool`` also the held-out agreement and identifiable Hamming."""
     record = TaskRecord(task=task, robot_plan=robot_plan, human_plan=human_plan,
                         trajectory=[], corrections=corrections,
                         robot_decisions=robot_decisions, goal_reached=goal_reached)
-    return task_metrics(model, record, np.asarray(estimate, dtype=bool),
-                        np.asarray(theta, dtype=float), np.asarray(truth, dtype=bool),
-                        accepted, message, run=0, index=index)
+    result = task_metrics(model, record, np.asarray(estimate, dtype=bool),
+                          np.asarray(theta, dtype=float), np.asarray(truth, dtype=bool),
+                          accepted, message, run=0, index=index, statuses=statuses)
+    if pool is not None:
+        add_heldout_metrics(model, pool, [result])
+    return result
 
 
 def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarray
@@ -53,13 +66,16 @@ def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarra
 def session_summary(model: TidyUpModel, partner: str, method: str, seed: int,
                     estimator: EstimatorSettings, results: Sequence[TaskResult],
                     wall_s: float, extra: dict | None = None,
-                    forgo_probability: float = 0.0) -> dict:
+                    forgo_probability: float = 0.0, task_choice: str = 'given',
+                    candidates: int = 1, heldout: int = 0) -> dict:
     """The ``cecm experiment`` summary document of one run over ``results``."""
     if not results:
         raise ConfigError('a session summary needs at least one finished task')
     settings = ExperimentSettings(partner=partner, method=method, runs=1,
                                   tasks=len(results), seed=seed, jobs=1, estimator=estimator,
-                                  forgo_probability=forgo_probability)
+                                  forgo_probability=forgo_probability,
+                                  task_choice=task_choice, candidates=candidates,
+                                  heldout=heldout)
     return summarise(settings, list(results), wall_s, model, extra)
 
 

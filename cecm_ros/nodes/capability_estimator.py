@@ -10,7 +10,6 @@ that fails leaves the belief exactly as it was.
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
@@ -19,13 +18,16 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from cecm_ros.action import EstimateCapabilities
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import (
+    NODE_PARAMETERS,
     CapabilityBelief,
     EstimatorSettings,
     UpdateReport,
     make_estimator,
+    settings_from_parameters,
 )
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import evaluator_for
+from cecm_ros.core.task_choice import choose_task
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -35,7 +37,7 @@ from cecm_ros.nodes.common import (
     finish_goal,
     run_node,
 )
-from cecm_ros.srv import LoadBelief, SaveBelief
+from cecm_ros.srv import LoadBelief, RankTasks, SaveBelief
 
 
 class _CanceledError(Exception):
@@ -49,19 +51,32 @@ class CapabilityEstimator(CecmNode):
         self.declare_model_parameters()
         self.declare('method', 'cecm',
                      'Estimation method: cecm, cecm_div, optimistic or pessimistic')
+        self.declare('inference', 'posterior',
+                     "CE-CM's inference: 'posterior' (every hypothesis must explain every "
+                     "task), 'paper' (Algorithm 1 as published) or 'sequential'")
         self.declare('samples', defaults.samples,
-                     'CE-CM: capability vectors N sampled per task')
-        self.declare('prior', defaults.prior, 'CE-CM: Bernoulli prior P(c_i = 1)')
+                     'CE-CM: particles (posterior) or capability vectors sampled per task')
+        self.declare('prior', -1.0, 'CE-CM: Bernoulli prior P(c_i = 1); -1 = the '
+                     f'inference preset\'s (posterior {defaults.prior}, paper and '
+                     'sequential 0.8)')
         self.declare('epsilon', defaults.epsilon,
-                     'CE-CM: accept a sample when its trajectory distance is below this')
+                     'CE-CM: a trajectory explains an observation below this distance')
         self.declare('psi', defaults.psi, 'Estimate threshold: c_i = 1 when theta_i > psi')
-        self.declare('window', 0, 'Forget samples from tasks older than this many (0 = off)')
-        self.declare('decay', 0.0, 'Weigh a sample from k tasks ago by decay**k (0.0 = off)')
-        self.declare('proposal', defaults.proposal,
-                     "CE-CM: draw samples from the 'prior' (the paper) or from the current "
-                     "'belief' (sequential variant)")
+        self.declare('undecided', defaults.undecided,
+                     'Posterior: estimate of capabilities the evidence leaves undecided: '
+                     'absent, present, marginal (theta > psi) or mode')
+        self.declare('sweeps', defaults.sweeps,
+                     'Posterior: Metropolis moves per particle after each task')
+        self.declare('coupling', defaults.coupling,
+                     "Posterior: prior coupling of one room's capabilities (0 = independent)")
+        self.declare('window', -1, 'Forget tasks older than this many (0 = never; -1 = the '
+                     'inference preset\'s: sequential 1, others never)')
+        self.declare('decay', 0.0, 'abc: weigh a sample from k tasks ago by decay**k '
+                     '(0.0 = off)')
+        self.declare('proposal', '', "abc: draw samples from the 'prior' or the current "
+                     "'belief'; '' = the inference preset's")
         self.declare('proposal_floor', defaults.proposal_floor,
-                     "CE-CM with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]")
+                     "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]")
         self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)')
         self.declare('partner_id', 'partner', 'Identifier of the partner the belief is about')
         self.declare('belief_file', '',
@@ -81,11 +96,7 @@ class CapabilityEstimator(CecmNode):
         self.partner_id = self.param('partner_id')
         self.method = self.param('method')
         self.seed = self.param('seed')
-        self.settings = EstimatorSettings(
-            samples=self.param('samples'), prior=self.param('prior'),
-            epsilon=self.param('epsilon'), psi=self.param('psi'),
-            window=self.param('window') or None, decay=self.param('decay') or None,
-            proposal=self.param('proposal'), proposal_floor=self.param('proposal_floor'))
+        self.settings = self._settings()
         self.belief_file = self.param('belief_file')
         self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
@@ -107,13 +118,22 @@ class CapabilityEstimator(CecmNode):
             self.create_service(LoadBelief, '~/load_belief',
                                 self.guarded_service(self._on_load, 'load_belief'),
                                 callback_group=self.group),
+            self.create_service(RankTasks, '~/rank_tasks',
+                                self.guarded_service(self._on_rank, 'rank_tasks'),
+                                callback_group=self.group),
         ]
         origin = f'loaded from {self.belief_file}' if belief else 'fresh'
+        settings = self.estimator.belief.settings
+        variant = f' ({settings.variant} inference)' if self.method.startswith('cecm') else ''
         self.get_logger().info(
-            f'{self.method} belief about {self.partner_id!r} ({origin}, '
-            f'{self.estimator.belief.tasks_seen} tasks seen): N={self.settings.samples}, '
-            f'prior={self.settings.prior:g}, epsilon={self.settings.epsilon:g}, '
-            f'psi={self.settings.psi:g}, seed={self.seed}')
+            f'{self.method}{variant} belief about {self.partner_id!r} ({origin}, '
+            f'{self.estimator.belief.tasks_seen} tasks seen): N={settings.samples}, '
+            f'prior={settings.prior:g}, epsilon={settings.epsilon:g}, '
+            f'psi={settings.psi:g}, seed={self.seed}')
+
+    def _settings(self) -> EstimatorSettings:
+        """The estimator settings from the parameters (presets fill what is left open)."""
+        return settings_from_parameters({name: self.param(name) for name in NODE_PARAMETERS})
 
     def activate(self) -> None:
         self._publish()
@@ -202,7 +222,7 @@ class CapabilityEstimator(CecmNode):
             goal_handle.publish_feedback(EstimateCapabilities.Feedback(
                 samples_evaluated=done, samples_total=of))
 
-        snapshot = copy.deepcopy(self.estimator.belief)
+        snapshot = self.estimator.belief.copy()
         self.get_logger().info(f'task {task.task_id}: updating with a trajectory of '
                                f'{len(trajectory)} states ({total} samples)')
         try:
@@ -231,7 +251,7 @@ class CapabilityEstimator(CecmNode):
             response.success, response.message = False, 'no path given and no belief_file set'
             return response
         with self.locked():
-            belief = copy.deepcopy(self.estimator.belief)
+            belief = self.estimator.belief.copy()
         try:
             belief.save(path)
         except OSError as error:
@@ -240,6 +260,32 @@ class CapabilityEstimator(CecmNode):
             return response
         response.success, response.message = True, f'belief saved to {path}'
         self.get_logger().info(response.message)
+        return response
+
+    def _on_rank(self, request: RankTasks.Request, response: RankTasks.Response):
+        if not self.active:
+            response.success, response.message = False, 'capability_estimator is not active'
+            return response
+        try:
+            candidates = [conv.task_from_msg(self.model, task) for task in request.candidates]
+            if not candidates:
+                raise conv.MessageError('no candidate tasks given')
+            with self.locked():
+                estimator = self.estimator
+            vectors, weights = estimator.hypotheses()
+            choice = choose_task(candidates, vectors, weights, self.evaluator,
+                                 estimator.belief.settings.epsilon)
+        except (CecmError, ValueError) as error:
+            response.success, response.message = False, str(error)
+            self.get_logger().warning(f'rank_tasks: {error}')
+            return response
+        response.success = True
+        response.best = choice.index
+        response.information = [float(x) for x in choice.information] or [0.0]
+        bits = response.information[choice.index]
+        response.message = (f'{candidates[choice.index].task_id} is the most informative of '
+                            f'{len(candidates)} candidates ({bits:.2f} bits)')
+        self.get_logger().info(f'rank_tasks: {response.message}')
         return response
 
     def _on_load(self, request: LoadBelief.Request, response: LoadBelief.Response):

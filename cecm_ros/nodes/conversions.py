@@ -17,6 +17,7 @@ from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import NOOP, Task, TidyUpModel
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
+from cecm_ros.core.inference import describe_report
 from cecm_ros.core.planner import JointPlan, JointStep
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -172,12 +173,17 @@ def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg) -> JointPlan:
 # ------------------------------------------------------------------------ beliefs
 def belief_msg(model: TidyUpModel, belief: CapabilityBelief, partner_id: str,
                last_update_accepted_any: bool, stamp=None) -> CapabilityBeliefMsg:
+    report = belief.report
     msg = CapabilityBeliefMsg(
         partner_id=partner_id, method=belief.method,
+        inference=belief.settings.variant if belief.method.startswith('cecm') else '',
         capability_names=list(belief.capability_names),
         theta=[float(x) for x in belief.theta], estimate=[bool(b) for b in belief.estimate],
+        status=[entry.status for entry in report],
+        confounded_with=[','.join(entry.confounded_with) for entry in report],
         inert_capabilities=list(model.inert_capabilities),
-        accepted_samples=int(belief.accepted_count), tasks_seen=int(belief.tasks_seen),
+        accepted_samples=int(belief.accepted_count), hypotheses=int(belief.hypotheses_count),
+        tasks_seen=int(belief.tasks_seen),
         last_update_accepted_any=bool(last_update_accepted_any))
     if stamp is not None:
         msg.header.stamp = stamp
@@ -191,7 +197,18 @@ def estimate_from_belief_msg(catalog: CapabilityCatalog, msg: CapabilityBeliefMs
     if len(msg.theta) != len(catalog):
         raise MessageError(f'{what}: theta has {len(msg.theta)} entries, expected '
                            f'{len(catalog)}')
+    if any(not np.isfinite(x) or not -1e-9 <= x <= 1.0 + 1e-9 for x in msg.theta):
+        raise MessageError(f'{what}: theta must hold probabilities in [0, 1]')
+    if msg.status and len(msg.status) != len(catalog):
+        raise MessageError(f'{what}: status has {len(msg.status)} entries, expected '
+                           f'{len(catalog)} (or none)')
     return estimate
+
+
+def report_lines(msg: CapabilityBeliefMsg) -> list[str]:
+    """The belief's evidence report in words: one line per kind of status."""
+    confounded = [text.split(',') for text in msg.confounded_with]
+    return describe_report(msg.capability_names, msg.status, confounded)
 
 
 # ----------------------------------------------------------------------- outcomes

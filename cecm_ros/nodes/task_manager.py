@@ -13,11 +13,12 @@ At the end it writes ``summary_path`` in the format of ``cecm experiment``.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 from action_msgs.msg import GoalStatus
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -26,15 +27,19 @@ from rclpy.parameter import parameter_value_to_python
 from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import Task
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.estimator import EstimatorSettings
+from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
+from cecm_ros.core.experiment import TASK_CHOICES
+from cecm_ros.core.hypotheses import SharedPlanEvaluator
+from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.planner import JointPlan as CorePlan
+from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import (
     estimate_distance,
     load_tasks,
     session_summary,
     session_task_result,
 )
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.core.tasks import TaskSequence, heldout_seed
 from cecm_ros.msg import CapabilityBelief, JointPlan, TaskOutcome, TaskRequest, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -45,10 +50,9 @@ from cecm_ros.nodes.common import (
     StopRequestedError,
     run_node,
 )
-from cecm_ros.srv import ResetWorld, StartTasks
+from cecm_ros.srv import RankTasks, ResetWorld, StartTasks
 
-ESTIMATOR_PARAMETERS = ('method', 'samples', 'prior', 'epsilon', 'psi', 'window', 'decay',
-                        'proposal', 'proposal_floor', 'seed')
+ESTIMATOR_PARAMETERS = ('method', 'seed', *NODE_PARAMETERS)
 
 
 class SessionError(Exception):
@@ -67,6 +71,19 @@ class TaskManager(CecmNode):
                      "The simulated partner's TRUE type or vector; used ONLY to evaluate "
                      'and report metrics')
         self.declare('partner_id', 'partner', 'Identifier of the partner put in TaskRequests')
+        self.declare('task_choice', 'given',
+                     "'given': run the tasks in their order; 'informative': run the most "
+                     'informative of task_candidates candidates each time (asks '
+                     'rank_service)')
+        self.declare('task_candidates', 5,
+                     'Candidates per choice with informative task choice (generated: the '
+                     'next task and more from a second generator; tasks_file: the next '
+                     'remaining tasks of the file)')
+        self.declare('rank_service', 'capability_estimator/rank_tasks',
+                     'RankTasks service that scores candidate tasks')
+        self.declare('heldout_tasks', 40,
+                     'Held-out tasks on which the plan under each new estimate is compared '
+                     'with the plan under the TRUE capabilities (metrics only; 0 = off)')
         self.declare('autostart_tasks', True,
                      'Start a session as soon as the node is active (else call ~/start)')
         self.declare('exit_when_done', False,
@@ -109,7 +126,16 @@ class TaskManager(CecmNode):
         self.partner_id = self.param('partner_id')
         tasks_file = self.param('tasks_file')
         self.file_tasks = load_tasks(self.model, tasks_file) if tasks_file else None
-        self.generator = TaskGenerator(self.model, self.param('seed'))
+        self.task_choice = self.param('task_choice')
+        if self.task_choice not in TASK_CHOICES:
+            raise ValueError(f"task_choice must be one of {', '.join(TASK_CHOICES)}, got "
+                             f'{self.task_choice!r}')
+        self.candidates = self.param('task_candidates')
+        if self.candidates < 1:
+            raise ValueError(f'task_candidates must be at least 1, got {self.candidates}')
+        self.pool = None   # the held-out pool, built on first use (it plans)
+        self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
+                                              callback_group=self.group)
         self.reset_client = self.create_client(ResetWorld, self.param('reset_service'),
                                                callback_group=self.group)
         self.run_client = SafeActionClient(self, RunTask, self.param('run_task_action'),
@@ -120,7 +146,8 @@ class TaskManager(CecmNode):
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
         self._entities = [
-            self.reset_client, self.run_client, self.estimate_client, self.request_pub,
+            self.rank_client, self.reset_client, self.run_client, self.estimate_client,
+            self.request_pub,
             self.create_subscription(CapabilityBelief, 'capability_belief',
                                      self.guarded(self._on_belief, 'capability_belief'),
                                      QOS_LATCHED, callback_group=self.group),
@@ -211,15 +238,39 @@ class TaskManager(CecmNode):
             self.destroy_timer(self.start_timer)
             self.start_timer = None
 
-    def _session_tasks(self, num_tasks: int) -> list[Task]:
+    def _session_tasks(self, num_tasks: int) -> TaskSequence:
         self.sessions += 1
+        candidates = self.candidates if self.task_choice == 'informative' else 1
+        seed = self.param('seed')
         if self.file_tasks is None:
-            return self.generator.tasks(num_tasks or self.param('num_tasks'))
-        if self.sessions == 1:
-            return list(self.file_tasks)
-        # Task ids must not repeat: the partner and executor key their state on them.
-        return [Task(f'{t.task_id}-r{self.sessions}', t.initial, t.goal)
-                for t in self.file_tasks]
+            # A second session continues where the first stopped (new tasks, new ids).
+            seed += (self.sessions - 1) * 1_000_003
+            return TaskSequence(self.model, seed, count=num_tasks or self.param('num_tasks'),
+                                candidates=candidates)
+        tasks = list(self.file_tasks)
+        if self.sessions > 1:
+            # Task ids must not repeat: the partner and executor key their state on them.
+            tasks = [Task(f'{t.task_id}-r{self.sessions}', t.initial, t.goal) for t in tasks]
+        return TaskSequence(self.model, seed, tasks=tasks, candidates=candidates)
+
+    def _next_task(self, tasks: TaskSequence, label: str) -> tuple[Task, int, float]:
+        """The next task: the given one, or the most informative candidate."""
+        candidates = tasks.offer()
+        if len(candidates) == 1:
+            return tasks.take(0), 1, 0.0
+        request = RankTasks.Request(candidates=[conv.task_msg(t, self.partner_id)
+                                                for t in candidates])
+        response = self.call_service(self.rank_client, request, f'{label}: rank_tasks',
+                                     self.param('server_wait_s'),
+                                     self.param('estimate_timeout_s'))
+        if not response.success or response.best >= len(candidates):
+            raise SessionError(f'{label}: the candidates could not be ranked: '
+                               f'{response.message}')
+        task = tasks.take(response.best)
+        information = float(response.information[response.best])
+        self.get_logger().info(f'{label}: chose {task.task_id} of {len(candidates)} '
+                               f'candidates ({information:.2f} bits expected)')
+        return task, len(candidates), information
 
     def _session(self, num_tasks: int) -> None:
         started = time.perf_counter()
@@ -229,8 +280,12 @@ class TaskManager(CecmNode):
             estimator = self._estimator_settings()
             prior = self._wait_belief(0, 'the initial belief')
             self._report_prior(prior, len(tasks))
-            for index, task in enumerate(tasks):
-                results.append(self._run_task(index, len(tasks), task))
+            for index in range(len(tasks)):
+                label = f'[task {index + 1}/{len(tasks)}]'
+                task, offered, information = self._next_task(tasks, label)
+                result = self._run_task(index, len(tasks), task)
+                result.candidates, result.information = offered, round(information, 4)
+                results.append(result)
         except StopRequestedError as stopped:
             if self.stopping.is_set():
                 return   # the process is ending
@@ -251,6 +306,10 @@ class TaskManager(CecmNode):
                 f'session done: {len(results)} tasks in {wall:.1f} s; hamming '
                 f'{self.prior_hamming[0]:.2f} (prior) -> {last.hamming:.2f}, correction '
                 f'ratio {first.correction_ratio:.2f} (task 1) -> {last.correction_ratio:.2f}')
+            with self.locked():
+                belief = self.belief
+            for line in conv.report_lines(belief) if belief is not None else []:
+                self.get_logger().info(f'[belief] {line}')
         self._write_summary(results, estimator, wall, error)
         if self.param('exit_when_done'):
             self.exit_code = 1 if error else 0
@@ -259,8 +318,7 @@ class TaskManager(CecmNode):
 
     def _estimator_settings(self) -> dict:
         """The estimator's (and partner's) parameters, for the summary."""
-        values = {'method': 'cecm', **asdict(EstimatorSettings()), 'seed': 0,
-                  'window': 0, 'decay': 0.0, 'forgo_probability': 0.0}
+        values = {'method': 'cecm', 'seed': 0, **NODE_PARAMETERS, 'forgo_probability': 0.0}
         name = self.param('estimator_node')
         values.update(self._remote_parameters(name, ESTIMATOR_PARAMETERS))
         values['source'] = name if 'samples' in values else 'defaults'
@@ -342,15 +400,31 @@ class TaskManager(CecmNode):
         result = session_task_result(
             self.model, index, task, estimate, self.truth, robot_plan, human_plan,
             outcome.corrections, outcome.robot_actions, outcome.goal_reached,
-            update.samples_accepted, update.message,
-            theta=list(belief.theta))
+            update.samples_accepted, update.message, theta=list(belief.theta),
+            statuses=list(belief.status), pool=self._heldout_pool())
+        heldout = ('' if math.isnan(result.heldout_agreement) else
+                   f' heldout={result.heldout_agreement:.2f}'
+                   f' (identifiable hamming {result.hamming_identifiable:.2f})')
+        decided = f' decided={result.decided}' if belief.status else ''
         self.get_logger().info(
-            f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f}) '
-            f'corrections={result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
-            f'infeasible={result.infeasible_assigned} accepted={result.accepted_samples} '
-            f'steps={len(trajectory) - 1} ({time.perf_counter() - started:.1f} s); '
-            f'estimate lacks {self.model.catalog.describe_missing(estimate)}')
+            f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f})'
+            f'{heldout} corrections={result.corrections}/{result.robot_decisions} '
+            f'iou={result.iou:.2f} infeasible={result.infeasible_assigned} '
+            f'accepted={result.accepted_samples}{decided} steps={len(trajectory) - 1} '
+            f'({time.perf_counter() - started:.1f} s); estimate lacks '
+            f'{self.model.catalog.describe_missing(estimate)}')
         return result
+
+    def _heldout_pool(self) -> HeldoutPool | None:
+        """The held-out pool of the metrics (its own planner; built on first use)."""
+        size = self.param('heldout_tasks')
+        if size <= 0:
+            return None
+        if self.pool is None:
+            self.planner = JointPlanner(self.model, workers=1)
+            self.pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
+                                    heldout_seed(self.param('seed')), size)
+        return self.pool
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
@@ -404,25 +478,39 @@ class TaskManager(CecmNode):
                       'estimate': conv.vector_text(self.prior_estimate)}
             if hasattr(self, 'prior_hamming') else None,
             'tasks': [{'task_id': r.task_id, 'estimate': r.estimate, 'truth': r.truth,
-                       'corrections': r.corrections, 'robot_decisions': r.robot_decisions,
-                       'goal_reached': r.goal_reached, 'update_message': r.update_message}
+                       'status': r.status, 'corrections': r.corrections,
+                       'robot_decisions': r.robot_decisions, 'goal_reached': r.goal_reached,
+                       'candidates': r.candidates, 'information': r.information,
+                       'update_message': r.update_message}
                       for r in results],
         }
+        with self.locked():
+            belief = self.belief
+        if belief is not None and belief.status:
+            extra['report'] = {
+                'lines': conv.report_lines(belief),
+                'status': dict(zip(belief.capability_names, belief.status)),
+                'confounded_with': {name: others for name, others in
+                                    zip(belief.capability_names, belief.confounded_with)
+                                    if others}}
+        if self.pool is not None:
+            extra['identifiable_capabilities'] = [
+                self.model.catalog.names[i]
+                for i in np.flatnonzero(self.pool.identifiable(self.truth))]
+            extra['heldout_seed'] = self.pool.seed
         if error:
             extra['error'] = error
         try:
             if results:
-                settings = EstimatorSettings(
-                    samples=int(estimator['samples']), prior=float(estimator['prior']),
-                    epsilon=float(estimator['epsilon']), psi=float(estimator['psi']),
-                    window=int(estimator['window']) or None,
-                    decay=float(estimator['decay']) or None,
-                    proposal=str(estimator['proposal']),
-                    proposal_floor=float(estimator['proposal_floor']))
+                settings = settings_from_parameters(
+                    {key: estimator[key] for key in NODE_PARAMETERS})
                 summary = session_summary(
                     self.model, self.partner, estimator['method'], self.param('seed'),
                     settings, results, wall, extra,
-                    forgo_probability=float(estimator['forgo_probability']))
+                    forgo_probability=float(estimator['forgo_probability']),
+                    task_choice=self.task_choice,
+                    candidates=self.candidates if self.task_choice == 'informative' else 1,
+                    heldout=self.param('heldout_tasks'))
             else:
                 summary = {'format': 'cecm_ros/experiment_summary/1', 'per_task': [], **extra}
             target = Path(path)

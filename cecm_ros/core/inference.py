@@ -1,0 +1,641 @@
+"""The posterior over capability vectors given every task seen, and what it has decided.
+
+After the tasks ``1..n`` the belief approximates
+
+    P(c | obs_1..n)  proportional to  prior(c) * prod_j 1[ d(tau_{c,j}, obs_j) < epsilon ]
+
+where ``tau_{c,j}`` is what hypothesis ``c`` predicts for task ``j`` (CE-CM-Div: a set of
+trajectories, the closest one counts). Every hypothesis must explain *every* task: the
+paper's Algorithm 1 pools per-task acceptances instead, and a union of acceptances is
+not a posterior (docs/experiments.md shows what that costs).
+
+The approximation is resample-move sequential Monte Carlo (Chopin's IBIS): particles
+carry over from task to task; a new task keeps those that explain it, the survivors are
+resampled, and Metropolis moves (flip one or two capabilities, or draw afresh from the
+current marginals) rejuvenate them. A move is accepted only when the moved hypothesis
+explains every task still in the evidence, with the prior ratio (and the proposal
+ratio for fresh draws) as the acceptance probability, so the moves leave the posterior
+invariant. Distances are memoised per (task, hypothesis) and the plans behind them are
+shared by the evaluator, so re-checking old tasks is cheap.
+
+Nothing here knows TidyUP: a task is an opaque value, and the only question asked of
+the domain is the :class:`~cecm_ros.core.hypotheses.HypothesisEvaluator` one, "which
+trajectories would capability vector ``c`` produce on this task?".
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+
+ProgressCallback = Callable[[int, int], None]
+
+# What the evidence says about one capability (CapabilityBelief.msg carries these).
+KNOWN_PRESENT = 'known_present'
+KNOWN_ABSENT = 'known_absent'
+UNDECIDED = 'undecided'
+NEVER_EXERCISED = 'never_exercised'
+INERT = 'inert'
+STATUSES = (KNOWN_PRESENT, KNOWN_ABSENT, UNDECIDED, NEVER_EXERCISED, INERT)
+
+# How an undecided capability enters the point estimate the robot plans with.
+UNDECIDED_RULES = ('absent', 'present', 'marginal', 'mode')
+
+# Mix of Metropolis moves: flip one capability, flip two, or draw from the marginals.
+MOVE_SINGLE, MOVE_PAIR = 0.6, 0.25
+# Marginals used as a proposal are kept inside [floor, 1 - floor].
+PROPOSAL_FLOOR = 0.05
+# Undecided capabilities whose conditional marginals differ at least this much are
+# reported as confounded.
+CONFOUNDING_GAP = 0.3
+# A support of at most this many hypotheses is closed under single changes, and kept
+# exactly while the closure stays within SUPPORT_LIMIT (see ParticlePosterior).
+SUPPORT_START, SUPPORT_LIMIT = 64, 512
+
+
+# ----------------------------------------------------------------------------- prior
+@dataclass(frozen=True)
+class CapabilityPrior:
+    """P(c): independent Bernoulli(p) per capability, optionally coupled in groups.
+
+    With ``coupling`` k > 0 the capabilities of each group (e.g. those of one room)
+    are, with probability k, all present (probability p) or all absent (1 - p)
+    together, and otherwise independent: a partner who cannot do one thing in a room
+    is more likely to be unable to do the others there too.
+    """
+
+    size: int
+    p: float = 0.5
+    groups: tuple[tuple[int, ...], ...] = ()
+    coupling: float = 0.0
+
+    def __post_init__(self):
+        if not 0.0 < self.p < 1.0:
+            raise ConfigError(f'the prior probability must lie in (0, 1), got {self.p}')
+        if not 0.0 <= self.coupling < 1.0:
+            raise ConfigError(f'prior coupling must lie in [0, 1), got {self.coupling}')
+        members = [i for group in self.groups for i in group]
+        if len(set(members)) != len(members) or any(not 0 <= i < self.size for i in members):
+            raise ConfigError('prior groups must be disjoint sets of capability indices')
+
+    @property
+    def coupled(self) -> bool:
+        return self.coupling > 0 and bool(self.groups)
+
+    def mean(self) -> np.ndarray:
+        """P(c_i = 1) under the prior (the same with and without coupling)."""
+        return np.full(self.size, self.p)
+
+    def log_prob(self, vectors: np.ndarray) -> np.ndarray:
+        vectors = np.atleast_2d(vectors).astype(bool)
+        independent = np.where(vectors, np.log(self.p), np.log1p(-self.p))
+        if not self.coupled:
+            return independent.sum(axis=1)
+        grouped = np.zeros(self.size, dtype=bool)
+        total = np.zeros(len(vectors))
+        for group in self.groups:
+            index = list(group)
+            grouped[index] = True
+            own = independent[:, index].sum(axis=1)
+            block = vectors[:, index]
+            together = np.where(block.all(axis=1), self.p,
+                                np.where((~block).all(axis=1), 1 - self.p, 0.0))
+            total += np.log(self.coupling * together + (1 - self.coupling) * np.exp(own))
+        return total + independent[:, ~grouped].sum(axis=1)
+
+    def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        vectors = rng.random((count, self.size)) < self.p
+        if self.coupled:
+            for group in self.groups:
+                together = rng.random(count) < self.coupling
+                value = rng.random(count) < self.p
+                vectors[np.ix_(together, list(group))] = value[together, None]
+        return vectors
+
+
+# -------------------------------------------------------------------------- evidence
+@dataclass
+class Evidence:
+    """One observed task. ``active`` is False once it no longer constrains the belief."""
+
+    id: int
+    task: Any
+    observed: tuple
+    active: bool = True
+    note: str = ''     # why it stopped counting ('' while active)
+
+
+@dataclass
+class CapabilityReport:
+    """What the evidence has decided about one capability."""
+
+    status: str
+    probability: float               # posterior P(c_i = 1)
+    confounded_with: tuple[str, ...] = ()
+
+    @property
+    def decided(self) -> bool:
+        return self.status in (KNOWN_PRESENT, KNOWN_ABSENT)
+
+
+@dataclass
+class PosteriorUpdate:
+    """What one task did to the posterior."""
+
+    explained: bool          # some hypothesis explains it together with the evidence kept
+    survivors: int           # particles that explained it before rejuvenation
+    distinct: int            # distinct hypotheses among the particles afterwards
+    forgotten: list[str] = field(default_factory=list)   # tasks dropped to explain it
+    message: str = ''
+
+
+def _key(vector: np.ndarray) -> bytes:
+    return np.packbits(vector).tobytes()
+
+
+class ParticlePosterior:
+    """Resample-move particles over capability vectors, checked against every task.
+
+    ``live`` marks the capabilities that can change a prediction at all (the others,
+    inert ones, keep their prior). ``window``, when set, keeps only the last ``window``
+    tasks as evidence. A task that no hypothesis can explain together with the older
+    evidence but that some hypothesis explains on its own means the partner changed (or
+    was mis-observed): the oldest tasks are then forgotten until the evidence is
+    consistent again, and the update says which.
+    """
+
+    def __init__(self, prior: CapabilityPrior, live: np.ndarray, epsilon: float,
+                 particles: int = 500, sweeps: int = 4, window: int | None = None,
+                 names: Sequence[str] | None = None):
+        if particles < 1:
+            raise ConfigError(f'the posterior needs at least 1 particle, got {particles}')
+        if sweeps < 0:
+            raise ConfigError(f'sweeps must be at least 0, got {sweeps}')
+        live = np.asarray(live, dtype=bool)
+        if live.shape != (prior.size,):
+            raise ConfigError(f'live mask has shape {live.shape}, expected ({prior.size},)')
+        self.prior = prior
+        self.live = live
+        self.epsilon = epsilon
+        self.count = particles
+        self.sweeps = sweeps
+        self.window = window
+        self.names = list(names) if names is not None else [str(i) for i in range(prior.size)]
+        self.particles: np.ndarray | None = None   # (count, size) bool, equal weights
+        # When the hypotheses that explain the evidence are few, all of them with their
+        # exact posterior masses (prior, renormalised): (vectors, masses), else None.
+        self.support: tuple[np.ndarray, np.ndarray] | None = None
+        self.evidence: list[Evidence] = []
+        self.report: list[CapabilityReport] = []
+        self._next_id = 0
+        self._distances: dict[int, dict[bytes, float]] = {}
+        self._rejections: dict[int, int] = {}
+
+    def copy(self) -> ParticlePosterior:
+        """An independent copy; memoised distances are shared per task (they are facts)."""
+        twin = copy.copy(self)
+        twin.particles = None if self.particles is None else self.particles.copy()
+        twin.evidence = [replace(item) for item in self.evidence]
+        twin.report = list(self.report)
+        twin.support = None if self.support is None else (self.support[0].copy(),
+                                                          self.support[1].copy())
+        twin._distances = dict(self._distances)
+        twin._rejections = dict(self._rejections)
+        return twin
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def active(self) -> list[Evidence]:
+        return [item for item in self.evidence if item.active]
+
+    def start(self, rng: np.random.Generator) -> None:
+        """Draw the initial particles from the prior (before the first task)."""
+        self.particles = self._canonical(self.prior.sample(rng, self.count))
+        self.report = self._prior_report()
+
+    def theta(self) -> np.ndarray:
+        """P(c_i = 1 | evidence). Inert capabilities and those no task has exercised keep
+        their prior exactly (the evidence is independent of them; the particles would
+        only add noise), unless the prior couples them to others."""
+        mean = self.prior.mean()
+        if self.particles is None:
+            return mean
+        vectors, mass = self.distinct()
+        theta = np.clip(mass @ vectors, 0.0, 1.0)
+        keep = ~self.live
+        if not self.prior.coupled and len(self.report) == self.prior.size:
+            keep |= np.array([entry.status == NEVER_EXERCISED for entry in self.report])
+        return np.where(keep, mean, theta)
+
+    def distinct(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct hypotheses and their posterior masses: exact when the support is
+        known, else the particles' frequencies."""
+        if self.support is not None:
+            return self.support
+        vectors, counts = np.unique(self.particles, axis=0, return_counts=True)
+        return vectors, counts / counts.sum()
+
+    def estimate(self, rule: str, psi: float) -> np.ndarray:
+        """The vector the robot plans with: decided capabilities as decided, the
+        others by ``rule`` (never-exercised and inert ones by their prior)."""
+        if rule not in UNDECIDED_RULES:
+            raise ConfigError(f'unknown rule {rule!r} for undecided capabilities; rules: '
+                              f'{", ".join(UNDECIDED_RULES)}')
+        theta = self.theta()
+        estimate = theta > psi
+        mode = None
+        if rule == 'mode' and self.particles is not None:
+            vectors, mass = self.distinct()
+            mode = vectors[int(np.argmax(mass))]
+        for i, entry in enumerate(self.report):
+            if entry.status == KNOWN_PRESENT:
+                estimate[i] = True
+            elif entry.status == KNOWN_ABSENT:
+                estimate[i] = False
+            elif entry.status == UNDECIDED and rule != 'marginal':
+                estimate[i] = bool(mode[i]) if mode is not None else rule == 'present'
+        return estimate
+
+    # ------------------------------------------------------------------ updates
+    def update(self, task, observed: Sequence, evaluator, rng: np.random.Generator,
+               progress: ProgressCallback | None = None) -> PosteriorUpdate:
+        """Condition on one more observed task (see the class docstring)."""
+        if self.particles is None:
+            raise ConfigError('the posterior has no particles yet (call start first)')
+        item = Evidence(self._next_id, task, tuple(observed))
+        self._next_id += 1
+        self.evidence.append(item)
+        self._distances[item.id] = {}
+        steps = 2 + self.sweeps
+        done = [0]
+
+        def advance() -> None:
+            done[0] += 1
+            if progress:
+                progress(done[0] * self.count, steps * self.count)
+
+        alive = self._explains(evaluator, item, self.particles)
+        survivors = int(alive.sum())
+        update = PosteriorUpdate(True, survivors, 0)
+        if survivors:
+            self.particles = self._resample(rng, self.particles[alive], np.ones(survivors))
+        else:
+            self._rescue(evaluator, item, rng, update)
+            if not update.explained:
+                # Set aside: the belief stays exactly as it was (no moves, no report).
+                update.distinct = len(self.distinct()[0])
+                update.message = self._describe(item, update)
+                return update
+        advance()
+        self._apply_window(update)
+        self.support = None
+        for _ in range(self.sweeps):
+            self._sweep(evaluator, rng)
+            advance()
+        self.support = self._closed_support(evaluator)
+        if self.support is not None:
+            self.particles = self._resample(rng, *self.support)
+        self.report = self._evidence_report(evaluator)
+        advance()
+        update.distinct = len(np.unique(self.particles, axis=0))
+        update.message = self._describe(item, update)
+        return update
+
+    def _rescue(self, evaluator, item: Evidence, rng, update: PosteriorUpdate) -> None:
+        """No particle explains the new task: look further, else forget or set it aside."""
+        mixture = 0.5 * np.clip(self.theta(), PROPOSAL_FLOOR, 1 - PROPOSAL_FLOOR) \
+            + 0.5 * self.prior.mean()
+        fresh = np.vstack([self._canonical(rng.random((self.count, self.prior.size)) < mixture),
+                           self._canonical(self.prior.sample(rng, self.count))])
+        # Importance weights prior / proposal (the proposal is a mixture of the two draws).
+        log_q = np.logaddexp(
+            np.log(0.5) + _log_bernoulli(fresh, mixture),
+            np.log(0.5) + self.prior.log_prob(fresh))
+        weights = np.exp(self.prior.log_prob(fresh) - log_q)
+        explains_new = self._explains(evaluator, item, fresh)
+        if not explains_new.any():
+            item.active = False
+            item.note = 'no hypothesis explains it'
+            update.explained = False
+            return
+        candidates, weights = fresh[explains_new], weights[explains_new]
+        older = [e for e in self.active if e.id != item.id]
+        while True:
+            ok = self._consistent(evaluator, candidates, older)
+            if ok.any():
+                break
+            dropped = older.pop(0)
+            dropped.active = False
+            dropped.note = f'contradicted by {_task_name(item.task)}'
+            update.forgotten.append(_task_name(dropped.task))
+        self.particles = self._resample(rng, candidates[ok], weights[ok])
+
+    def _apply_window(self, update: PosteriorUpdate) -> None:
+        if self.window is None:
+            return
+        active = self.active
+        for item in active[:max(0, len(active) - self.window)]:
+            item.active = False
+            item.note = f'older than the window of {self.window} tasks'
+            update.forgotten.append(_task_name(item.task))
+
+    def _sweep(self, evaluator, rng: np.random.Generator) -> None:
+        """One Metropolis move per particle; moved hypotheses must explain every task."""
+        current = self.particles
+        live = np.flatnonzero(self.live)
+        if len(live) == 0:
+            return
+        count = len(current)
+        proposals = current.copy()
+        kind = rng.random(count)
+        first = rng.choice(live, size=count)
+        second = rng.choice(live, size=count)
+        rows = np.arange(count)
+        proposals[rows, first] ^= True
+        pair = (kind >= MOVE_SINGLE) & (kind < MOVE_SINGLE + MOVE_PAIR) & (first != second)
+        proposals[rows[pair], second[pair]] ^= True
+        fresh = kind >= MOVE_SINGLE + MOVE_PAIR
+        marginals = np.clip(self.theta(), PROPOSAL_FLOOR, 1 - PROPOSAL_FLOOR)
+        drawn = rng.random((count, self.prior.size)) < marginals
+        proposals[fresh] = np.where(self.live, drawn[fresh], current[fresh])
+        log_ratio = self.prior.log_prob(proposals) - self.prior.log_prob(current)
+        log_ratio[fresh] += (_log_bernoulli(current[fresh], marginals, self.live)
+                             - _log_bernoulli(proposals[fresh], marginals, self.live))
+        threshold = np.log(rng.random(count))
+        moving = (threshold < log_ratio) & (proposals != current).any(axis=1)
+        if moving.any():
+            ok = self._consistent(evaluator, proposals[moving], self.active)
+            index = np.flatnonzero(moving)[ok]
+            current = current.copy()
+            current[index] = proposals[index]
+            self.particles = current
+
+    def _closed_support(self, evaluator) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every hypothesis that explains the evidence, when the particles found them all.
+
+        Starting from the particles' distinct hypotheses (if few), add every single-
+        capability change of a known one that explains every task, until nothing new is
+        found. The consistent set is then closed under single changes, which in practice
+        means complete; its exact masses are the prior's, renormalised. None when the
+        particles are too many or the closure grows past SUPPORT_LIMIT.
+        """
+        found = np.unique(self.particles, axis=0)
+        if len(found) > SUPPORT_START or not self.active:
+            return None
+        live = np.flatnonzero(self.live)
+        known = {_key(v) for v in found}
+        frontier = found
+        while len(frontier):
+            flips = np.repeat(frontier, len(live), axis=0)
+            flips[np.arange(len(flips)), np.tile(live, len(frontier))] ^= True
+            flips = np.unique(flips, axis=0)
+            new = np.array([_key(v) not in known for v in flips], dtype=bool)
+            flips = flips[new]
+            if not len(flips):
+                break
+            frontier = flips[self._consistent(evaluator, flips, self.active)]
+            known.update(_key(v) for v in frontier)
+            found = np.vstack([found, frontier])
+            if len(found) > SUPPORT_LIMIT:
+                return None
+        log_mass = self.prior.log_prob(found)
+        mass = np.exp(log_mass - log_mass.max())
+        return found, mass / mass.sum()
+
+    # ------------------------------------------------------------ evidence tests
+    def _canonical(self, vectors: np.ndarray) -> np.ndarray:
+        """Inert capabilities carry no information: keep them at 1 in the particles."""
+        return np.where(self.live, vectors, True)
+
+    def _explains(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
+        known = self._distances[item.id]
+        keys = [_key(v) for v in vectors]
+        missing: dict[bytes, np.ndarray] = {}
+        for key, vector in zip(keys, vectors):
+            if key not in known and key not in missing:
+                missing[key] = vector
+        if missing:
+            distances = evaluator.distances(item.task, np.array(list(missing.values())),
+                                            item.observed)
+            known.update(zip(missing, (float(d) for d in distances)))
+            self._rejections[item.id] = self._rejections.get(item.id, 0) + int(
+                np.sum(np.asarray(distances) >= self.epsilon))
+        return np.array([known[key] < self.epsilon for key in keys], dtype=bool)
+
+    def _consistent(self, evaluator, vectors: np.ndarray,
+                    evidence: Sequence[Evidence]) -> np.ndarray:
+        """Which vectors explain every item of ``evidence`` (the most selective first)."""
+        ok = np.ones(len(vectors), dtype=bool)
+        order = sorted(evidence, key=lambda e: -self._rejections.get(e.id, 0))
+        for item in order:
+            if not ok.any():
+                break
+            index = np.flatnonzero(ok)
+            ok[index] = self._explains(evaluator, item, vectors[index])
+        return ok
+
+    def _same_predictions(self, evaluator, vectors: np.ndarray, flipped: np.ndarray) -> np.ndarray:
+        """Whether each flipped vector is at the same distance from every task as its
+        original: the flipped capability then played no part in any observation."""
+        same = np.ones(len(vectors), dtype=bool)
+        for item in self.active:
+            self._explains(evaluator, item, vectors)
+            self._explains(evaluator, item, flipped)
+            known = self._distances[item.id]
+            same &= np.array([known[_key(a)] == known[_key(b)]
+                              for a, b in zip(vectors, flipped)], dtype=bool)
+        return same
+
+    # ------------------------------------------------------------------ report
+    def _prior_report(self) -> list[CapabilityReport]:
+        mean = self.prior.mean()
+        return [CapabilityReport(NEVER_EXERCISED if self.live[i] else INERT, float(mean[i]))
+                for i in range(self.prior.size)]
+
+    def _evidence_report(self, evaluator, most: int = 256) -> list[CapabilityReport]:
+        """Per capability: known (every hypothesis kept agrees, and changing it alone in
+        any of them contradicts a task), never exercised (changing it alone changes no
+        prediction of any task seen), undecided otherwise, with what it is confounded
+        with (capabilities whose values the undecided one constrains)."""
+        if not self.active:
+            return self._prior_report()
+        vectors, mass = self.distinct()
+        theta = np.clip(mass @ vectors, 0.0, 1.0)
+        mean = self.prior.mean()
+        order = np.argsort(-mass, kind='stable')[:most]
+        vectors = vectors[order]
+        report = []
+        for i in range(self.prior.size):
+            if not self.live[i]:
+                report.append(CapabilityReport(INERT, float(mean[i])))
+                continue
+            # Both values among the particles: the top hypotheses suffice to tell
+            # "undecided" from "never exercised". One value: every hypothesis is
+            # checked, since a "known" claim rests on all of them.
+            both = vectors[:, i].min() != vectors[:, i].max()
+            subset = vectors[:32] if both else vectors
+            flipped = subset.copy()
+            flipped[:, i] ^= True
+            ok = self._consistent(evaluator, flipped, self.active)
+            if not both and not ok.any():
+                status = KNOWN_PRESENT if subset[0, i] else KNOWN_ABSENT
+            elif ok.all() and self._same_predictions(evaluator, subset, flipped).all():
+                status = NEVER_EXERCISED
+            else:
+                status = UNDECIDED
+            probability = mean[i] if status == NEVER_EXERCISED and not self.prior.coupled \
+                else theta[i]
+            report.append(CapabilityReport(status, float(probability),
+                                           self._confounded(i) if status == UNDECIDED else ()))
+        return report
+
+    def _confounded(self, index: int) -> tuple[str, ...]:
+        vectors, mass = self.distinct()
+        has, lacks = vectors[:, index], ~vectors[:, index]
+        if mass[has].sum() == 0 or mass[lacks].sum() == 0:
+            return ()
+        gap = np.abs(mass[has] @ vectors[has] / mass[has].sum()
+                     - mass[lacks] @ vectors[lacks] / mass[lacks].sum())
+        gap[index] = 0.0
+        gap[~self.live] = 0.0
+        order = [j for j in np.argsort(-gap, kind='stable') if gap[j] >= CONFOUNDING_GAP]
+        return tuple(self.names[j] for j in order[:4])
+
+    def _describe(self, item: Evidence, update: PosteriorUpdate) -> str:
+        name = _task_name(item.task)
+        if not update.explained:
+            return (f'no capability vector explains {name}; it is kept in the log but '
+                    'does not change the belief')
+        parts = [f'{update.survivors} of {self.count} particles explained {name}']
+        if update.survivors == 0:
+            parts = [f'no particle explained {name}; new hypotheses do']
+        if update.forgotten:
+            parts.append(f'forgot {", ".join(update.forgotten)}')
+        parts.append(f'{update.distinct} distinct hypotheses explain all '
+                     f'{len(self.active)} tasks kept')
+        decided = sum(entry.decided for entry in self.report)
+        parts.append(f'{decided} of {int(self.live.sum())} capabilities decided')
+        return '; '.join(parts)
+
+    # --------------------------------------------------------------- resampling
+    def _resample(self, rng: np.random.Generator, vectors: np.ndarray,
+                  weights: np.ndarray) -> np.ndarray:
+        """Systematic resampling of ``vectors`` to ``count`` equally weighted particles."""
+        weights = np.asarray(weights, dtype=float)
+        cumulative = np.cumsum(weights / weights.sum())
+        cumulative[-1] = 1.0
+        positions = (rng.random() + np.arange(self.count)) / self.count
+        return vectors[np.searchsorted(cumulative, positions)].copy()
+
+    # ------------------------------------------------------------- persistence
+    def state(self) -> dict:
+        """Particles, evidence bookkeeping and report as plain values (tasks excluded:
+        the owner stores them)."""
+        return {
+            'particles': [''.join('1' if b else '0' for b in row)
+                          for row in (self.particles if self.particles is not None else [])],
+            'evidence': [{'id': e.id, 'active': e.active, 'note': e.note}
+                         for e in self.evidence],
+            'next_id': self._next_id,
+            'support': None if self.support is None else {
+                'vectors': [''.join('1' if b else '0' for b in row) for row in self.support[0]],
+                'mass': [float(m) for m in self.support[1]]},
+            'report': [{'status': r.status, 'probability': round(r.probability, 6),
+                        'confounded_with': list(r.confounded_with)} for r in self.report],
+        }
+
+    def restore(self, state: dict, evidence: Sequence[tuple[Any, tuple]]) -> None:
+        """The inverse of :meth:`state`, given the (task, observed) of every evidence item."""
+        rows = state.get('particles', [])
+        if any(len(row) != self.prior.size or set(row) - {'0', '1'} for row in rows):
+            raise ConfigError('posterior particles of the wrong length or alphabet')
+        self.particles = (np.array([[ch == '1' for ch in row] for row in rows], dtype=bool)
+                          if rows else None)
+        if self.particles is not None:
+            self.count = len(self.particles)
+        entries = state.get('evidence', [])
+        if len(entries) != len(evidence):
+            raise ConfigError(f'the posterior lists {len(entries)} evidence items but '
+                              f'{len(evidence)} tasks were given')
+        self.evidence = [Evidence(int(e['id']), task, tuple(observed), bool(e['active']),
+                                  str(e.get('note', '')))
+                         for e, (task, observed) in zip(entries, evidence)]
+        self._next_id = int(state.get('next_id', len(self.evidence)))
+        self._distances = {e.id: {} for e in self.evidence}
+        support = state.get('support')
+        self.support = None
+        if support:
+            vectors = np.array([[ch == '1' for ch in row] for row in support['vectors']],
+                               dtype=bool)
+            mass = np.array(support['mass'], dtype=float)
+            if vectors.shape[1:] != (self.prior.size,) or len(mass) != len(vectors):
+                raise ConfigError('posterior support of the wrong shape')
+            self.support = (vectors, mass / mass.sum())
+        self.report = [CapabilityReport(str(r['status']), float(r['probability']),
+                                        tuple(r.get('confounded_with', ())))
+                       for r in state.get('report', [])]
+        if self.report and (len(self.report) != self.prior.size
+                            or any(r.status not in STATUSES for r in self.report)):
+            raise ConfigError('posterior report of the wrong length or with unknown statuses')
+
+
+STATUS_LABELS = {KNOWN_PRESENT: 'known present', KNOWN_ABSENT: 'known absent',
+                 UNDECIDED: 'undecided', NEVER_EXERCISED: 'never exercised',
+                 INERT: 'inert here'}
+
+
+def describe_report(names: Sequence[str], statuses: Sequence[str],
+                    confounded: Sequence[Sequence[str]] = ()) -> list[str]:
+    """The report in words, one line per status; an undecided capability is listed as
+    undecided, with what it is confounded with, never as a fact."""
+    confounded = list(confounded) or [()] * len(statuses)
+    groups: dict[str, list[str]] = {status: [] for status in STATUSES}
+    for name, status, others in zip(names, statuses, confounded):
+        others = [o for o in others if o]
+        groups.setdefault(status, []).append(
+            name + (f' (with {", ".join(others)})' if others else ''))
+    return [f'{STATUS_LABELS.get(status, status)}: {", ".join(items)}'
+            for status, items in groups.items() if items]
+
+
+def _log_bernoulli(vectors: np.ndarray, probabilities: np.ndarray,
+                   mask: np.ndarray | None = None) -> np.ndarray:
+    terms = np.where(vectors, np.log(probabilities), np.log1p(-probabilities))
+    if mask is not None:
+        terms = terms[:, mask]
+    return terms.sum(axis=1)
+
+
+def _task_name(task) -> str:
+    return str(getattr(task, 'task_id', task))
+
+
+def exact_posterior(prior: CapabilityPrior, live: np.ndarray, epsilon: float, evaluator,
+                    evidence: Sequence[tuple[Any, Sequence]]) -> np.ndarray:
+    """P(c_i = 1 | evidence) by enumerating every vector over the live capabilities.
+
+    Only for small problems (2^live vectors): the reference the particles are tested
+    against. Inert capabilities keep their prior.
+    """
+    live_index = np.flatnonzero(live)
+    if len(live_index) > 16:
+        raise ConfigError(f'{len(live_index)} live capabilities are too many to enumerate')
+    grid = ((np.arange(2 ** len(live_index))[:, None] >> np.arange(len(live_index))) & 1) \
+        .astype(bool)
+    vectors = np.ones((len(grid), prior.size), dtype=bool)
+    vectors[:, live_index] = grid
+    log_weight = prior.log_prob(vectors)
+    for task, observed in evidence:
+        explains = evaluator.distances(task, vectors, observed) < epsilon
+        log_weight = np.where(explains, log_weight, -np.inf)
+    if np.isneginf(log_weight).all():
+        raise ConfigError('no capability vector explains all the evidence')
+    weight = np.exp(log_weight - log_weight.max())
+    theta = weight @ vectors / weight.sum()
+    return np.where(live, theta, prior.mean())

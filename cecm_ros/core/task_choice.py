@@ -1,0 +1,77 @@
+"""Choosing the next task to learn from: expected information gain over candidates.
+
+The world is deterministic and a hypothesis either explains an observation or not, so
+observing a task's trajectory tells the robot which group of hypotheses predicted it.
+The expected information gain of a candidate task is then the entropy, under the
+belief's weights, of the trajectory the team would produce: a task on which every
+remaining hypothesis predicts the same trajectory teaches nothing, one that splits
+them evenly teaches the most. Trajectories closer than epsilon count as one outcome
+(the likelihood cannot tell them apart either).
+
+Only the :class:`~cecm_ros.core.hypotheses.HypothesisEvaluator` question is asked, so
+this works for any domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .trajectory import jaccard_distance
+
+# The most probable hypotheses that represent the belief when scoring a task.
+MOST_HYPOTHESES = 64
+
+
+@dataclass(frozen=True)
+class TaskChoice:
+    index: int                  # of the chosen candidate
+    information: list[float]    # expected information gain per candidate, bits ([] for one)
+
+
+def outcome_entropy(trajectories: Sequence[Sequence[int]], weights: np.ndarray,
+                    epsilon: float) -> float:
+    """Entropy (bits) of the outcome when hypothesis i predicts ``trajectories[i]``."""
+    order = np.argsort(-np.asarray(weights), kind='stable')
+    representatives: list[Sequence[int]] = []
+    mass: list[float] = []
+    for i in order:
+        for k, representative in enumerate(representatives):
+            if jaccard_distance(trajectories[i], representative) < epsilon:
+                mass[k] += float(weights[i])
+                break
+        else:
+            representatives.append(trajectories[i])
+            mass.append(float(weights[i]))
+    p = np.array(mass) / sum(mass)
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum())
+
+
+def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
+                     evaluator, epsilon: float) -> list[float]:
+    """Expected information gain of observing each candidate task (bits)."""
+    vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
+    weights = np.asarray(weights, dtype=float)
+    if len(vectors) > MOST_HYPOTHESES:
+        keep = np.argsort(-weights, kind='stable')[:MOST_HYPOTHESES]
+        vectors, weights = vectors[keep], weights[keep]
+    weights = weights / weights.sum()
+    gains = []
+    for task in candidates:
+        predicted = [trajectories[0] for trajectories in evaluator.trajectory_sets(task, vectors)]
+        gains.append(outcome_entropy(predicted, weights, epsilon))
+    return gains
+
+
+def choose_task(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, evaluator,
+                epsilon: float) -> TaskChoice:
+    """The candidate with the highest expected information gain (the first on ties)."""
+    if not candidates:
+        raise ValueError('no candidate tasks to choose from')
+    if len(candidates) == 1:
+        return TaskChoice(0, [])   # nothing to choose: nothing to compute
+    gains = information_gain(candidates, vectors, weights, evaluator, epsilon)
+    return TaskChoice(int(np.argmax(gains)), gains)

@@ -1,0 +1,282 @@
+"""The posterior over every task, its evidence report and the choice of informative tasks.
+
+A three-room household is small enough to enumerate every capability vector (10 live
+capabilities: 1024 vectors), so the particles are checked against the exact posterior.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from core_fixtures import household_yaml, load_model
+
+from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
+from cecm_ros.core.inference import (
+    INERT,
+    KNOWN_ABSENT,
+    KNOWN_PRESENT,
+    NEVER_EXERCISED,
+    UNDECIDED,
+    CapabilityPrior,
+    ParticlePosterior,
+    describe_report,
+    exact_posterior,
+)
+from cecm_ros.core.planner import JointPlanner
+from cecm_ros.core.task_choice import choose_task, outcome_entropy
+from cecm_ros.core.tasks import TaskGenerator
+
+ITEMS = {
+    'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
+              'goal_rooms': ['kitchen', 'bedroom']},
+    'toothbrush': {'cost': {'robot': 2, 'human': 1}, 'washable': True,
+                   'goal_rooms': ['bathroom', 'bedroom']},
+    'blanket': {'cost': {'robot': 1, 'human': 1}, 'washable': False,
+                'goal_rooms': ['bedroom', 'kitchen']},
+}
+PARTNER = 'pick_bedroom=0,place_bathroom=0'
+
+
+@pytest.fixture(scope='module')
+def model(tmp_path_factory):
+    document = household_yaml(['kitchen', 'bedroom', 'bathroom'], ['kitchen'], ITEMS,
+                              name='three_rooms', items_per_task=(3, 3))
+    return load_model(tmp_path_factory.mktemp('house'), document)
+
+
+@pytest.fixture(scope='module')
+def planner(model):
+    with JointPlanner(model, workers=2) as shared:
+        yield shared
+
+
+@pytest.fixture(scope='module')
+def evaluator(planner):
+    return SharedPlanEvaluator(planner)
+
+
+def observations(model, planner, partner, seed, count):
+    truth = model.catalog.resolve(partner)
+    tasks = TaskGenerator(model, seed).tasks(count)
+    return truth, [(task, planner.plan(task, truth).trajectory) for task in tasks]
+
+
+def posterior(model, p=0.5, particles=500, window=None, seed=1):
+    live = ~model.inert_mask
+    result = ParticlePosterior(CapabilityPrior(len(model.catalog), p), live, 0.24, particles,
+                               sweeps=4, window=window, names=model.catalog.names)
+    result.start(np.random.default_rng(seed))
+    return result
+
+
+def test_the_household_is_small_enough_to_enumerate(model):
+    assert int((~model.inert_mask).sum()) == 10
+
+
+@pytest.mark.parametrize('p, partner, seed', [(0.5, PARTNER, 3), (0.8, PARTNER, 4),
+                                              (0.5, 'move_bathroom=0,wash_kitchen=0', 7)])
+def test_particles_match_the_exact_posterior_after_three_tasks(model, planner, evaluator, p,
+                                                               partner, seed):
+    _, evidence = observations(model, planner, partner, seed, 3)
+    belief = posterior(model, p)
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([1, index + 1]))
+    prior = CapabilityPrior(len(model.catalog), p)
+    exact = exact_posterior(prior, ~model.inert_mask, 0.24, evaluator, evidence)
+    assert np.abs(belief.theta() - exact).max() <= 0.05
+    # The exact posterior is not trivial here: some capabilities stay open.
+    assert ((exact > 0.01) & (exact < 0.99) & ~model.inert_mask).any()
+
+
+def test_every_hypothesis_kept_explains_every_task(model, planner, evaluator):
+    truth, evidence = observations(model, planner, PARTNER, 11, 4)
+    belief = posterior(model)
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([2, index]))
+        vectors, mass = belief.distinct()
+        assert mass.sum() == pytest.approx(1.0)
+        for seen, seen_observed in evidence[:index + 1]:
+            assert (evaluator.distances(seen, vectors, seen_observed) < 0.24).all()
+    # The truth explains everything, so nothing it has can be reported known absent.
+    for entry, present in zip(belief.report, truth | model.inert_mask):
+        if entry.status == KNOWN_ABSENT:
+            assert not present
+        if entry.status == KNOWN_PRESENT:
+            assert present
+
+
+def test_report_statuses_and_confounding(model, planner, evaluator):
+    _, evidence = observations(model, planner, PARTNER, 3, 3)
+    belief = posterior(model)
+    assert {e.status for e in belief.report} == {NEVER_EXERCISED, INERT}
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([3, index]))
+    statuses = {model.catalog.names[i]: e for i, e in enumerate(belief.report)}
+    for name in model.inert_capabilities:
+        assert statuses[name].status == INERT
+    theta = belief.theta()
+    for index, entry in enumerate(belief.report):
+        if entry.status == KNOWN_PRESENT:
+            assert theta[index] == 1.0
+        elif entry.status == KNOWN_ABSENT:
+            assert theta[index] == 0.0
+        elif entry.status == UNDECIDED:
+            assert 0.0 < theta[index] < 1.0
+            for other in entry.confounded_with:
+                assert statuses[other].status != INERT
+    lines = describe_report(model.catalog.names, [e.status for e in belief.report],
+                            [e.confounded_with for e in belief.report])
+    assert any(line.startswith('known present: ') for line in lines)
+    assert not any(name in line for line in lines if line.startswith('known')
+                   for name, e in statuses.items() if e.status == UNDECIDED)
+
+
+def test_the_estimate_plans_undecided_capabilities_by_the_chosen_rule(model, planner,
+                                                                      evaluator):
+    _, evidence = observations(model, planner, PARTNER, 3, 2)
+    belief = posterior(model)
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([4, index]))
+    undecided = [i for i, e in enumerate(belief.report) if e.status == UNDECIDED]
+    assert undecided
+    assert not belief.estimate('absent', 0.5)[undecided].any()
+    assert belief.estimate('present', 0.5)[undecided].all()
+    for i, entry in enumerate(belief.report):
+        if entry.decided:
+            for rule in ('absent', 'present', 'marginal', 'mode'):
+                assert belief.estimate(rule, 0.5)[i] == (entry.status == KNOWN_PRESENT)
+    with pytest.raises(ConfigError, match='rule'):
+        belief.estimate('coin', 0.5)
+
+
+def test_a_contradicting_task_forgets_the_older_evidence(model, planner, evaluator):
+    """The partner changed: the new task is explained only once the old ones are gone."""
+    _, before = observations(model, planner, 'all', 5, 2)
+    _, after = observations(model, planner, 'pick_kitchen=0,move_bedroom=0', 6, 1)
+    belief = posterior(model)
+    for index, (task, observed) in enumerate(before):
+        belief.update(task, observed, evaluator, np.random.default_rng([5, index]))
+    update = belief.update(*after[0], evaluator, np.random.default_rng([5, 9]))
+    assert update.explained
+    if update.forgotten:   # (only when the new task contradicts the old ones)
+        assert update.forgotten[0] == before[0][0].task_id
+        assert 'forgot' in update.message
+    vectors, _ = belief.distinct()
+    assert (evaluator.distances(after[0][0], vectors, after[0][1]) < 0.24).all()
+
+
+def test_an_unexplainable_observation_is_set_aside(model, planner, evaluator):
+    _, evidence = observations(model, planner, PARTNER, 3, 2)
+    belief = posterior(model)
+    belief.update(*evidence[0], evaluator, np.random.default_rng(6))
+    theta = belief.theta().copy()
+    task, observed = evidence[1]
+    # Nobody moves and the goal is not reached: no capability vector plans that.
+    update = belief.update(task, [observed[0]] * 3, evaluator, np.random.default_rng(7))
+    assert not update.explained and 'no capability vector explains' in update.message
+    assert belief.theta() == pytest.approx(theta)
+    assert [e.active for e in belief.evidence] == [True, False]
+
+
+def test_a_window_keeps_only_the_recent_tasks(model, planner, evaluator):
+    _, evidence = observations(model, planner, PARTNER, 3, 3)
+    belief = posterior(model, window=2)
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([8, index]))
+    assert [e.active for e in belief.evidence] == [False, True, True]
+    assert 'window' in belief.evidence[0].note
+
+
+def test_coupled_prior_is_a_distribution_with_the_same_marginals():
+    prior = CapabilityPrior(4, 0.7, groups=((0, 1, 2),), coupling=0.5)
+    grid = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
+    mass = np.exp(prior.log_prob(grid))
+    assert mass.sum() == pytest.approx(1.0)
+    assert mass @ grid == pytest.approx(np.full(4, 0.7))
+    draws = prior.sample(np.random.default_rng(0), 20000)
+    assert draws.mean(axis=0) == pytest.approx(np.full(4, 0.7), abs=0.02)
+    together = draws[:, :3].all(axis=1) | (~draws[:, :3]).all(axis=1)
+    assert together.mean() == pytest.approx(mass[grid[:, :3].all(1) | (~grid[:, :3]).all(1)]
+                                            .sum(), abs=0.02)
+    with pytest.raises(ConfigError):
+        CapabilityPrior(4, 1.0)
+    with pytest.raises(ConfigError):
+        CapabilityPrior(4, 0.5, groups=((0, 1), (1, 2)), coupling=0.3)
+
+
+def test_estimator_posterior_round_trips_and_continues_identically(model, planner,
+                                                                    evaluator, tmp_path):
+    _, evidence = observations(model, planner, PARTNER, 3, 3)
+    settings = EstimatorSettings(samples=200)
+    first = make_estimator('cecm', model, evaluator, settings, seed=5)
+    first.update(*evidence[0])
+    path = tmp_path / 'belief.json'
+    first.belief.save(path)
+    assert not list(tmp_path.glob('.belief.json.*'))   # nothing left of the atomic write
+    resumed = make_estimator('cecm', model, evaluator, belief=CapabilityBelief.load(path))
+    for estimator in (first, resumed):
+        for task, observed in evidence[1:]:
+            estimator.update(task, observed)
+    assert resumed.belief.to_dict() == first.belief.to_dict()
+    data = json.loads(path.read_text())
+    assert data['format'] == 'cecm_ros/capability_belief/2'
+    assert [t['task_id'] for t in data['posterior']['tasks']] == [evidence[0][0].task_id]
+
+
+def test_a_failed_update_leaves_the_posterior_untouched(model, planner, evaluator):
+    _, evidence = observations(model, planner, PARTNER, 3, 2)
+    estimator = make_estimator('cecm', model, evaluator, EstimatorSettings(samples=100),
+                               seed=2)
+    estimator.update(*evidence[0])
+    before = estimator.belief.to_dict()
+
+    def fail(done, total):
+        raise RuntimeError('planner crashed')
+
+    with pytest.raises(RuntimeError, match='crashed'):
+        estimator.update(*evidence[1], progress=fail)
+    with pytest.raises(ConfigError, match='not a state'):
+        estimator.update(evidence[1][0], [1 << 200])
+    assert estimator.belief.to_dict() == before
+
+
+def test_outcome_entropy_counts_only_distinguishable_outcomes():
+    one, two = (1, 2, 3, 4), (1, 5, 6, 7)
+    assert outcome_entropy([one, one], np.array([0.5, 0.5]), 0.24) == 0.0
+    assert outcome_entropy([one, two], np.array([0.5, 0.5]), 0.24) == pytest.approx(1.0)
+    near = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    nearer = near + (11,)
+    assert outcome_entropy([near, nearer], np.array([0.5, 0.5]), 0.24) == 0.0
+
+
+def test_task_choice_prefers_a_task_that_splits_the_hypotheses(model, planner, evaluator):
+    tasks = TaskGenerator(model, 12).tasks(6)
+    truth = model.catalog.resolve(PARTNER)
+    lacking = truth.copy()
+    lacking[model.catalog.index('place_bedroom')] = False
+    vectors = np.array([truth, lacking])
+    choice = choose_task(tasks, vectors, np.array([0.5, 0.5]), evaluator, 0.24)
+    gains = choice.information
+    assert len(gains) == len(tasks) and choice.index == int(np.argmax(gains))
+    assert max(gains) > 0.0 or min(gains) == max(gains)
+    # Two identical hypotheses cannot be told apart by any task.
+    same = choose_task(tasks, np.array([truth, truth]), np.array([0.5, 0.5]), evaluator, 0.24)
+    assert same.index == 0 and max(same.information) == 0.0
+
+
+def test_diverse_sets_depend_only_on_the_task_and_the_hypothesis(model):
+    task = TaskGenerator(model, 9).next_task()
+    samples = np.random.default_rng(3).random((12, len(model.catalog))) < 0.7
+    loose = dict(cost_slack=1.0, diversity=0.1)
+    with JointPlanner(model, workers=2) as fresh:
+        first = DiversePlanEvaluator(fresh, **loose).plan_sets(task, samples)
+    with JointPlanner(model, workers=2) as busy:
+        # Plan much else first: other vectors and the full-capability plan.
+        others = np.random.default_rng(9).random((40, len(model.catalog))) < 0.4
+        SharedPlanEvaluator(busy).plans(task, others)
+        second = DiversePlanEvaluator(busy, **loose).plan_sets(task, samples[::-1])[::-1]
+    assert [[p.sequential for p in s] for s in first] == \
+        [[p.sequential for p in s] for s in second]
+    assert any(len(s) > 1 for s in first)
