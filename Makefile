@@ -97,12 +97,9 @@ BUILD_INPUTS := CMakeLists.txt package.xml \
 # Keep DDS discovery on this machine; Fast DDS is the only RMW available.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
-# One DDS domain per make invocation (unless the caller chose one), so that
-# parallel sessions on one machine do not hear each other.
-ifndef ROS_DOMAIN_ID
-ROS_DOMAIN_ID := $(shell echo $$(( 10 + $$$$ % 90 )))
-endif
-export ROS_DOMAIN_ID
+# No ROS_DOMAIN_ID is set here: the demo and every test that starts ROS processes
+# reserve a free one (cecm_ros/domain_ids.py), so parallel sessions on one machine
+# never hear each other. A ROS_DOMAIN_ID from the caller is used as it is.
 export PIP_NO_INPUT := 1
 
 # ros-wheels-bootstrapper re-executes every Python process started from the
@@ -126,12 +123,12 @@ help:
 	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
-	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES) (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
+	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
 	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) \
 	  --samples $(DEMO_SAMPLES) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) lint
-	@echo "[cecm] running pytest (ROS_DOMAIN_ID=$(ROS_DOMAIN_ID))"
+	@echo "[cecm] running pytest"
 	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
 
 lint: $(DEPS_STAMP)

@@ -31,6 +31,7 @@ from ament_index_python.packages import (
 )
 
 from cecm_ros.core.capabilities import CapabilityCatalog
+from cecm_ros.domain_ids import reserve_domain_id
 
 PACKAGE = 'cecm_ros'
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -38,6 +39,7 @@ NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_hu
 MANAGER = 'lifecycle_manager'
 PAPER_SAMPLES = 500
 GRACE_S = 15.0
+_DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
 # "[INFO] [task_manager]: message", optionally behind ros2 launch's "[task_manager-6] ".
 LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
 OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
@@ -119,7 +121,10 @@ def demo_environment() -> dict[str, str]:
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
     if not env.get('ROS_DOMAIN_ID'):
-        env['ROS_DOMAIN_ID'] = str(20 + os.getpid() % 80)
+        # Held by this process for the demo's length (released when it exits).
+        global _DOMAIN
+        _DOMAIN = reserve_domain_id()
+        env['ROS_DOMAIN_ID'] = str(_DOMAIN.domain_id)
     env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = OUTPUT_FORMAT
     env['PYTHONUNBUFFERED'] = '1'
     return env

@@ -7,7 +7,6 @@ standard input through a pipe.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
@@ -18,6 +17,7 @@ pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make
 
 from graph_fixtures import RosClient, graph_environment, installed_or_skip  # noqa: E402
 
+from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import Correction, RobotIntent, StepResult  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS  # noqa: E402
 
@@ -27,7 +27,8 @@ TASK = 'console-task'
 @pytest.fixture(scope='module')
 def console(tmp_path_factory):
     executables, _ = installed_or_skip('correction_console')
-    domain = 100 + os.getpid() % 40
+    reservation = reserve_domain_id()
+    domain = reservation.domain_id
     env = graph_environment(domain)
     monkeypatch = pytest.MonkeyPatch()
     for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
@@ -57,6 +58,7 @@ def console(tmp_path_factory):
         log.close()
         client.close()
         monkeypatch.undo()
+        reservation.release()
 
 
 def _publishers(client, subscription) -> int:

@@ -14,7 +14,6 @@ launch_testing, not available from PyPI).
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -35,6 +34,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from cecm_ros.action import EstimateCapabilities, ExecuteSkill  # noqa: E402
 from cecm_ros.core import metrics  # noqa: E402
 from cecm_ros.core.domain import TidyUpModel  # noqa: E402
+from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,
@@ -64,7 +64,8 @@ EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 def session(tmp_path_factory):
     """Start the graph, run the session, keep the nodes running for the tests."""
     executables, params = installed_or_skip(MANAGER)
-    domain = 150 + os.getpid() % 80
+    reservation = reserve_domain_id()
+    domain = reservation.domain_id
     work = tmp_path_factory.mktemp('graph')
     env = graph_environment(domain)
     monkeypatch = pytest.MonkeyPatch()
@@ -121,6 +122,7 @@ def session(tmp_path_factory):
         processes.close()
         client.close()
         monkeypatch.undo()
+        reservation.release()
 
 
 def _refusals(processes) -> str:

@@ -30,6 +30,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
 from cecm_ros.core.capabilities import CapabilityCatalog  # noqa: E402
+from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import CapabilityBelief  # noqa: E402
 
 PARTNER = 'low_capability'
@@ -37,7 +38,9 @@ TASKS = 2
 SAMPLES = 60
 SEED = 2          # see test_graph_dds.py: with it CE-CM moves within two tasks
 SESSION_TIMEOUT_S = 240.0
-DOMAIN_ID = str(150 + (os.getpid() + 40) % 80)
+# Held for the life of this test process (see cecm_ros/domain_ids.py).
+DOMAIN = reserve_domain_id()
+DOMAIN_ID = str(DOMAIN.domain_id)
 
 
 @pytest.mark.launch_test

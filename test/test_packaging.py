@@ -5,7 +5,6 @@ generated cecm_ros.msg/srv/action modules and rclpy from the environment.
 """
 
 import os
-import random
 import re
 import runpy
 import subprocess
@@ -205,11 +204,13 @@ PUBLISHER = textwrap.dedent(
 
 @pytest.fixture
 def ros_env(monkeypatch):
-    """Keep DDS on this machine, in the session's domain (or a random one)."""
+    """Keep DDS on this machine, in a domain of its own."""
+    from cecm_ros.domain_ids import reserve_domain_id
+
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    if not os.environ.get('ROS_DOMAIN_ID'):
-        monkeypatch.setenv('ROS_DOMAIN_ID', str(random.randint(10, 99)))
-    return dict(os.environ)
+    with reserve_domain_id() as reservation:
+        monkeypatch.setenv('ROS_DOMAIN_ID', str(reservation.domain_id))
+        yield dict(os.environ)
 
 
 def test_team_state_pub_sub_across_processes(ros_env, tmp_path):
