@@ -242,22 +242,24 @@ def _print_table(summaries: dict) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .core.bench import run_update_benchmark
+    from .core.bench import run_posterior_benchmark, run_update_benchmark
 
-    result = run_update_benchmark(_model(args), _partner_spec(args), samples=args.samples,
-                                  seed=args.seed, jobs=args.jobs, tasks=args.tasks,
-                                  progress=None if args.json else _progress_printer())
+    if args.updates:
+        result = run_posterior_benchmark(_model(args), _partner_spec(args),
+                                         samples=args.samples, seed=args.seed, jobs=args.jobs,
+                                         tasks=args.tasks, check_pairs=args.check_pairs)
+    else:
+        result = run_update_benchmark(_model(args), _partner_spec(args), samples=args.samples,
+                                      seed=args.seed, jobs=args.jobs, tasks=args.tasks,
+                                      progress=None if args.json else _progress_printer())
     if args.json:
         print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            if key != 'per_task':
-                print(f'{key:>19}: {value}')
-        for entry in result.get('per_task', []):
-            print(f"  {entry['task']}: naive {entry['naive_s']:.1f} s,"
-                  f" fast {entry['fast_s']:.2f} s, speedup {entry['speedup']},"
-                  f" agreement {entry['agreement']:.3f},"
-                  f" same estimate {entry['same_estimate']}")
+        return 0
+    for key, value in result.items():
+        if key != 'per_task':
+            print(f'{key:>21}: {value}')
+    for entry in result.get('per_task', []):
+        print('  ' + ', '.join(f'{k} {v}' for k, v in entry.items()))
     return 0
 
 
@@ -332,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--quiet', action='store_true', help='no per-task progress lines')
     sub.set_defaults(func=cmd_experiment)
 
-    sub = commands.add_parser('bench', help='time CE-CM updates, naive vs shared plans')
+    sub = commands.add_parser('bench', help='time CE-CM updates: naive vs shared plans, or '
+                                            'the posterior vs the sequential update')
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     sub.add_argument('--samples', type=int, default=500, help='N (default: 500)')
@@ -342,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
                           '(default: 1)')
     sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
                      help='parallel planner runs for the fast path (default: all cores)')
+    sub.add_argument('--updates', action='store_true',
+                     help='time the posterior update against the sequential one over '
+                          '--tasks tasks (each on its own planner) and re-check '
+                          '--check-pairs of its decisions with the naive evaluator')
+    sub.add_argument('--check-pairs', type=int, default=40, metavar='N',
+                     help='with --updates: decisions re-checked naively (default: 40)')
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
     return parser

@@ -1,4 +1,14 @@
-"""Benchmark CE-CM updates: one planner call per sample vs shared plans."""
+"""Benchmarks of CE-CM updates (figures printed, never asserted on time).
+
+Two comparisons, each in this process on the same tasks and observations:
+
+* ``run_update_benchmark``: one update's hypotheses evaluated naively (one full
+  unified-planning call per sample, one core, no cache) and with shared plans (the fast
+  path), with their agreement;
+* ``run_posterior_benchmark``: the posterior update against the sequential update it
+  replaces, task after task, each with a planner of its own (no cache shared between
+  them), and the posterior's accept decisions re-checked by the naive evaluator.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +19,22 @@ from collections.abc import Callable
 import numpy as np
 
 from .domain import TidyUpModel
-from .estimator import CapabilityBelief, CecmEstimator, EstimatorSettings
+from .estimator import CapabilityBelief, CecmEstimator, EstimatorSettings, make_estimator
 from .hypotheses import NaiveEvaluator, SharedPlanEvaluator
 from .planner import JointPlanner
 from .tasks import TaskGenerator
+
+
+def _peak_rss_mb() -> float:
+    usage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return round(usage / 1024, 1)
+
+
+def _observations(model: TidyUpModel, truth: np.ndarray, seed: int, tasks: int):
+    generated = TaskGenerator(model, seed).tasks(tasks)
+    with JointPlanner(model) as planner:
+        return [(task, planner.plan(task, truth).trajectory) for task in generated]
 
 
 def run_update_benchmark(model: TidyUpModel, partner: str, samples: int = 500, seed: int = 0,
@@ -28,11 +50,9 @@ def run_update_benchmark(model: TidyUpModel, partner: str, samples: int = 500, s
     if tasks < 1:
         raise ValueError(f'tasks must be at least 1, got {tasks}')
     truth = model.catalog.resolve(partner)
-    settings = EstimatorSettings(samples=samples)
+    settings = EstimatorSettings.preset('paper', samples=samples)
     per_task = []
-    for index, task in enumerate(TaskGenerator(model, seed).tasks(tasks)):
-        with JointPlanner(model) as planner:
-            observed = planner.plan(task, truth).trajectory
+    for index, (task, observed) in enumerate(_observations(model, truth, seed, tasks)):
         vectors = CecmEstimator(model, None, settings, seed + index).draw_samples()
 
         def timed(label, evaluator, planner, task=task, vectors=vectors, observed=observed):
@@ -59,8 +79,6 @@ def run_update_benchmark(model: TidyUpModel, partner: str, samples: int = 500, s
             'accepted_naive': int(accept_naive.sum()), 'accepted_fast': int(accept_fast.sum()),
             'same_estimate': bool(np.array_equal(*estimates)),
         })
-    usage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     naive_total = sum(t['naive_s'] for t in per_task)
     fast_total = sum(t['fast_s'] for t in per_task)
     result = {
@@ -74,11 +92,86 @@ def run_update_benchmark(model: TidyUpModel, partner: str, samples: int = 500, s
         'accepted_naive': sum(t['accepted_naive'] for t in per_task),
         'accepted_fast': sum(t['accepted_fast'] for t in per_task),
         'same_estimate': all(t['same_estimate'] for t in per_task),
-        'peak_rss_mb': round(usage / 1024, 1),
+        'peak_rss_mb': _peak_rss_mb(),
     }
     if tasks > 1:
         result['per_task'] = per_task
     return result
+
+
+def run_posterior_benchmark(model: TidyUpModel, partner: str, samples: int = 500,
+                            seed: int = 0, jobs: int = 2, tasks: int = 5,
+                            check_pairs: int = 40) -> dict:
+    """The posterior update against the sequential one on the same observed tasks.
+
+    Each estimator has a planner of its own, so neither profits from plans the other
+    computed; they alternate task by task, so that load on the machine hits both alike.
+    Afterwards ``check_pairs`` of the (task, hypothesis) pairs the posterior decided are
+    re-decided by the naive evaluator (one full planner call each).
+    """
+    if tasks < 1:
+        raise ValueError(f'tasks must be at least 1, got {tasks}')
+    truth = model.catalog.resolve(partner)
+    observations = _observations(model, truth, seed, tasks)
+    posterior_settings = EstimatorSettings(samples=samples)
+    sequential_settings = EstimatorSettings.preset('sequential', samples=samples)
+    per_task = []
+    with JointPlanner(model, workers=jobs) as posterior_planner, \
+            JointPlanner(model, workers=jobs) as sequential_planner:
+        posterior = make_estimator('cecm', model, SharedPlanEvaluator(posterior_planner),
+                                   posterior_settings, seed=seed)
+        sequential = make_estimator('cecm', model, SharedPlanEvaluator(sequential_planner),
+                                    sequential_settings, seed=seed)
+        for task, observed in observations:
+            figures = {'task': task.task_id}
+            for label, estimator, planner in (('sequential', sequential, sequential_planner),
+                                              ('posterior', posterior, posterior_planner)):
+                calls = planner.calls
+                started = time.perf_counter()
+                estimator.update(task, observed)
+                figures[f'{label}_s'] = round(time.perf_counter() - started, 3)
+                figures[f'{label}_planner_calls'] = planner.calls - calls
+            figures['ratio'] = round(figures['posterior_s'] / figures['sequential_s'], 2) \
+                if figures['sequential_s'] > 0 else None
+            figures['decided'] = sum(entry.decided for entry in posterior.belief.report)
+            per_task.append(figures)
+        pairs = _decided_pairs(posterior.belief, np.random.default_rng([seed, 99]),
+                               check_pairs)
+    agreement = _naive_agreement(model, pairs, posterior_settings.epsilon)
+    posterior_total = sum(t['posterior_s'] for t in per_task)
+    sequential_total = sum(t['sequential_s'] for t in per_task)
+    return {
+        'partner': partner, 'samples': samples, 'jobs': jobs, 'tasks': tasks, 'seed': seed,
+        'sequential_s': round(sequential_total, 3), 'posterior_s': round(posterior_total, 3),
+        'ratio': round(posterior_total / sequential_total, 2) if sequential_total else None,
+        'max_task_ratio': max(t['ratio'] or 0.0 for t in per_task),
+        'naive_checked_pairs': len(pairs), 'naive_agreement': agreement,
+        'peak_rss_mb': _peak_rss_mb(), 'per_task': per_task,
+    }
+
+
+def _decided_pairs(belief: CapabilityBelief, rng: np.random.Generator, count: int):
+    """Up to ``count`` (task, observed, vector, accepted) the posterior decided."""
+    posterior = belief.posterior
+    pairs = []
+    for item in posterior.evidence:
+        for key, distance in posterior._distances.get(item.id, {}).items():
+            vector = np.unpackbits(np.frombuffer(key, dtype=np.uint8))[:posterior.prior.size]
+            pairs.append((item.task, item.observed, vector.astype(bool),
+                           distance < posterior.epsilon))
+    if len(pairs) > count:
+        pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), count, replace=False))]
+    return pairs
+
+
+def _naive_agreement(model: TidyUpModel, pairs, epsilon: float) -> float | None:
+    if not pairs:
+        return None
+    with JointPlanner(model, workers=1, cache_size=0, reuse_translation=False) as planner:
+        naive = NaiveEvaluator(planner)
+        same = [(naive.distances(task, vector[None, :], observed)[0] < epsilon) == accepted
+                for task, observed, vector, accepted in pairs]
+    return round(float(np.mean(same)), 4)
 
 
 def _estimate(model, settings, accepted: np.ndarray) -> np.ndarray:

@@ -308,33 +308,90 @@ class ParticlePosterior:
         return update
 
     def _rescue(self, evaluator, item: Evidence, rng, update: PosteriorUpdate) -> None:
-        """No particle explains the new task: look further, else forget or set it aside."""
-        mixture = 0.5 * np.clip(self.theta(), PROPOSAL_FLOOR, 1 - PROPOSAL_FLOOR) \
-            + 0.5 * self.prior.mean()
-        fresh = np.vstack([self._canonical(rng.random((self.count, self.prior.size)) < mixture),
-                           self._canonical(self.prior.sample(rng, self.count))])
-        # Importance weights prior / proposal (the proposal is a mixture of the two draws).
-        log_q = np.logaddexp(
-            np.log(0.5) + _log_bernoulli(fresh, mixture),
-            np.log(0.5) + self.prior.log_prob(fresh))
-        weights = np.exp(self.prior.log_prob(fresh) - log_q)
-        explains_new = self._explains(evaluator, item, fresh)
-        if not explains_new.any():
+        """No particle explains the new task: search for hypotheses that do, first
+        together with the older evidence, then alone (and forget what contradicts it);
+        if none is found, set the task aside."""
+        older = [e for e in self.active if e.id != item.id]
+        found = self._search(evaluator, [*older, item])
+        if len(found):
+            self.particles = self._resample(rng, found, np.ones(len(found)))
+            return
+        alone = self._search(evaluator, [item]) if older else found
+        if not len(alone):
             item.active = False
             item.note = 'no hypothesis explains it'
             update.explained = False
             return
-        candidates, weights = fresh[explains_new], weights[explains_new]
-        older = [e for e in self.active if e.id != item.id]
-        while True:
-            ok = self._consistent(evaluator, candidates, older)
+        while older:
+            ok = self._consistent(evaluator, alone, older)
             if ok.any():
+                alone = alone[ok]
                 break
             dropped = older.pop(0)
             dropped.active = False
             dropped.note = f'contradicted by {_task_name(item.task)}'
             update.forgotten.append(_task_name(dropped.task))
-        self.particles = self._resample(rng, candidates[ok], weights[ok])
+        self.particles = self._resample(rng, alone, np.ones(len(alone)))
+
+    def _search(self, evaluator, evidence: Sequence[Evidence], starts: int = 4,
+                steps: int = 2 * 16) -> np.ndarray:
+        """Hypotheses that explain every task of ``evidence``, found by greedy descent.
+
+        Where a task is not explained its Jaccard distance is nearly always close to 1,
+        whatever the hypothesis, and gives no direction; the descent therefore follows a
+        graded distance instead (how many propositions separate the predicted states from
+        the nearest observed ones, see :func:`graded_distance`), summed over the tasks a
+        hypothesis does not explain. It starts from the particles closest by that measure,
+        from "capable of everything" and from "capable of nothing", and at every step
+        takes the single change that lowers the sum most. Returns what it reached that
+        explains every task (possibly nothing).
+        """
+        def cost(vectors: np.ndarray) -> np.ndarray:
+            total = np.zeros(len(vectors))
+            for item in evidence:
+                unexplained = self._distance_to(evaluator, item, vectors) >= self.epsilon
+                if unexplained.any():
+                    total[unexplained] += 1.0 + self._graded(evaluator, item,
+                                                             vectors[unexplained])
+            return total
+
+        particles = np.unique(self.particles, axis=0)
+        scores = cost(particles)
+        extremes = self._canonical(np.array([np.ones(self.prior.size, dtype=bool),
+                                             np.zeros(self.prior.size, dtype=bool)]))
+        frontier = np.unique(np.vstack([particles[np.argsort(scores, kind='stable')[:starts]],
+                                        extremes]), axis=0)
+        live = np.flatnonzero(self.live)
+        found = []
+        current = cost(frontier)
+        for _ in range(steps):
+            done = current == 0
+            found.extend(frontier[done])
+            frontier, current = frontier[~done], current[~done]
+            if found or not len(frontier):
+                break
+            neighbours = np.repeat(frontier, len(live), axis=0)
+            neighbours[np.arange(len(neighbours)), np.tile(live, len(frontier))] ^= True
+            scores = cost(neighbours).reshape(len(frontier), len(live))
+            best = scores.argmin(axis=1)
+            better = scores[np.arange(len(frontier)), best] < current
+            frontier = neighbours.reshape(len(frontier), len(live), -1)[
+                np.flatnonzero(better), best[better]]
+            current = scores[np.flatnonzero(better), best[better]]
+            if len(frontier):
+                frontier, unique = np.unique(frontier, axis=0, return_index=True)
+                current = current[unique]
+        return np.array(found, dtype=bool).reshape(-1, self.prior.size)
+
+    def _graded(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
+        sets = evaluator.trajectory_sets(item.task, vectors)
+        return np.array([min(graded_distance(t, item.observed) for t in trajectories)
+                         for trajectories in sets], dtype=float)
+
+    def _distance_to(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
+        self._explains(evaluator, item, vectors)
+        known = self._distances[item.id]
+        return np.array([known[_key(v)] for v in vectors], dtype=float)
 
     def _apply_window(self, update: PosteriorUpdate) -> None:
         if self.window is None:
@@ -345,12 +402,17 @@ class ParticlePosterior:
             item.note = f'older than the window of {self.window} tasks'
             update.forgotten.append(_task_name(item.task))
 
-    def _sweep(self, evaluator, rng: np.random.Generator) -> None:
-        """One Metropolis move per particle; moved hypotheses must explain every task."""
-        current = self.particles
+    def _sweep(self, evaluator, rng: np.random.Generator, particles: np.ndarray | None = None,
+               constraint=None, evidence: Sequence[Evidence] | None = None) -> np.ndarray:
+        """One Metropolis move per particle; a moved hypothesis must explain every task of
+        ``evidence`` (default: all active) and satisfy ``constraint`` when given. Without
+        ``particles`` it moves (and replaces) the posterior's own."""
+        own = particles is None
+        current = self.particles if own else particles
+        evidence = self.active if evidence is None else evidence
         live = np.flatnonzero(self.live)
-        if len(live) == 0:
-            return
+        if len(live) == 0 or not len(current):
+            return current
         count = len(current)
         proposals = current.copy()
         kind = rng.random(count)
@@ -361,7 +423,7 @@ class ParticlePosterior:
         pair = (kind >= MOVE_SINGLE) & (kind < MOVE_SINGLE + MOVE_PAIR) & (first != second)
         proposals[rows[pair], second[pair]] ^= True
         fresh = kind >= MOVE_SINGLE + MOVE_PAIR
-        marginals = np.clip(self.theta(), PROPOSAL_FLOOR, 1 - PROPOSAL_FLOOR)
+        marginals = np.clip(current.mean(axis=0), PROPOSAL_FLOOR, 1 - PROPOSAL_FLOOR)
         drawn = rng.random((count, self.prior.size)) < marginals
         proposals[fresh] = np.where(self.live, drawn[fresh], current[fresh])
         log_ratio = self.prior.log_prob(proposals) - self.prior.log_prob(current)
@@ -369,12 +431,17 @@ class ParticlePosterior:
                              - _log_bernoulli(proposals[fresh], marginals, self.live))
         threshold = np.log(rng.random(count))
         moving = (threshold < log_ratio) & (proposals != current).any(axis=1)
+        moved = current.copy()
         if moving.any():
-            ok = self._consistent(evaluator, proposals[moving], self.active)
-            index = np.flatnonzero(moving)[ok]
-            current = current.copy()
-            current[index] = proposals[index]
-            self.particles = current
+            index = np.flatnonzero(moving)
+            ok = np.ones(len(index), dtype=bool)
+            if constraint is not None:
+                ok = constraint(proposals[index])
+            ok[ok] = self._consistent(evaluator, proposals[index[ok]], evidence)
+            moved[index[ok]] = proposals[index[ok]]
+        if own:
+            self.particles = moved
+        return moved
 
     def _closed_support(self, evaluator) -> tuple[np.ndarray, np.ndarray] | None:
         """Every hypothesis that explains the evidence, when the particles found them all.
@@ -602,6 +669,25 @@ def describe_report(names: Sequence[str], statuses: Sequence[str],
             name + (f' (with {", ".join(others)})' if others else ''))
     return [f'{STATUS_LABELS.get(status, status)}: {", ".join(items)}'
             for status, items in groups.items() if items]
+
+
+def graded_distance(predicted: Sequence, observed: Sequence) -> float:
+    """How far apart two trajectories are in propositions, not just in whole states.
+
+    For states that are binary proposition vectors (ints used as bit masks) it is the
+    mean, over the states of each trajectory, of the number of propositions in which
+    the nearest state of the other differs, averaged over both directions; other states
+    count 1 per differing state. Only a search aid: whether a hypothesis explains a task
+    is decided by the Jaccard distance.
+    """
+    def differ(a, b) -> int:
+        if isinstance(a, int) and isinstance(b, int):
+            return (a ^ b).bit_count()
+        return int(a != b)
+
+    forward = np.mean([min(differ(s, t) for t in predicted) for s in observed])
+    backward = np.mean([min(differ(s, t) for t in observed) for s in predicted])
+    return float(forward + backward) / 2.0
 
 
 def _log_bernoulli(vectors: np.ndarray, probabilities: np.ndarray,
