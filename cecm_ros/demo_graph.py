@@ -16,10 +16,7 @@ import os
 import queue
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -32,6 +29,7 @@ from ament_index_python.packages import (
 
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.domain_ids import reserve_domain_id
+from cecm_ros.process_graph import ProcessGraph
 
 PACKAGE = 'cecm_ros'
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -81,8 +79,10 @@ def write_params(base: Path, args, out: Path) -> Path:
                          'summary_path': str((out / 'summary.json').resolve())},
         'capability_estimator': {
             'method': args.method, 'seed': args.seed,
+            'store_path': str((out / 'partners.sqlite').resolve()),
             **_estimator_parameters(args)},
     }
+    settings['task_manager']['journal_dir'] = str((out / 'journal').resolve())
     settings['task_manager'].update(task_choice=args.task_choice,
                                     task_candidates=args.candidates)
     # The demo stops the lifecycle manager first and gives it time to take the nodes
@@ -135,83 +135,6 @@ def time_budget(args) -> float:
     return 120.0 + args.tasks * (90.0 + 0.5 * args.samples)
 
 
-class Graph:
-    """The node processes of one demo, each in its own session (Ctrl-C reaches only us)."""
-
-    def __init__(self, env: dict[str, str], log_dir: Path):
-        self.env = env
-        self.log_dir = log_dir
-        self.processes: dict[str, subprocess.Popen] = {}
-        self.logs = {}
-        self.lines: queue.Queue = queue.Queue()
-
-    def start(self, name: str, command: list[str], stream: bool = False) -> None:
-        log = open(self.log_dir / f'{name}.log', 'w')  # closed in stop()
-        self.logs[name] = log
-        process = subprocess.Popen(
-            command, env=self.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if stream else log, stderr=subprocess.STDOUT,
-            text=True, bufsize=1, start_new_session=True)
-        self.processes[name] = process
-        if stream:
-            threading.Thread(target=self._pump, args=(process, log), daemon=True).start()
-
-    def _pump(self, process: subprocess.Popen, log) -> None:
-        for line in process.stdout:
-            log.write(line)
-            log.flush()
-            self.lines.put(line.rstrip('\n'))
-        self.lines.put(None)
-
-    def died(self, ignore: str) -> list[tuple[str, int]]:
-        return [(n, p.returncode) for n, p in self.processes.items()
-                if n != ignore and p.poll() is not None]
-
-    def interrupt(self, names, grace_s: float = GRACE_S) -> list[str]:
-        """SIGINT, then SIGTERM, then SIGKILL; returns the names that needed force."""
-        targets = [(n, self.processes[n]) for n in names if n in self.processes]
-        for _, process in targets:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        forced = []
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            deadline = time.monotonic() + grace_s
-            for name, process in targets:
-                try:
-                    process.wait(max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    forced.append(name)
-                    process.send_signal(sig)
-        for _, process in targets:
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        return sorted(set(forced))
-
-    def stop(self) -> list[str]:
-        """The lifecycle manager first (it takes the nodes down in order), then the rest."""
-        forced = self.interrupt([MANAGER], grace_s=30.0)
-        forced += self.interrupt([n for n in self.processes if n != MANAGER])
-        for log in self.logs.values():
-            log.close()
-        return forced
-
-    def errors(self) -> str:
-        """Every node's error lines (the cause of a failure is often in another log)."""
-        found = []
-        for path in sorted(self.log_dir.glob('*.log')):
-            for line in path.read_text(errors='replace').splitlines():
-                if '[ERROR]' in line or '[FATAL]' in line:
-                    found.append(f'    {line}')
-        return '\n'.join(found[-20:])
-
-    def tail(self, name: str, lines: int = 15) -> str:
-        path = self.log_dir / f'{name}.log'
-        text = path.read_text(errors='replace').splitlines() if path.is_file() else []
-        return '\n'.join('    ' + line for line in text[-lines:])
-
-
 def _show(line: str, quiet_names=()) -> None:
     """Print the task manager's report lines, and every warning or error."""
     match = LINE.search(line)
@@ -225,10 +148,9 @@ def _show(line: str, quiet_names=()) -> None:
         print(f'  {severity} [{name}] {message}', flush=True)
 
 
-def _follow(graph: Graph, watched: str, budget_s: float) -> int:
-    """Stream the watched process's lines until it exits; returns its exit code."""
+def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
+    """Stream the watched process's lines until it ends for good; returns its exit code."""
     deadline = time.monotonic() + budget_s
-    process = graph.processes[watched]
     ended = False
     while not ended:
         left = deadline - time.monotonic()
@@ -238,7 +160,7 @@ def _follow(graph: Graph, watched: str, budget_s: float) -> int:
         try:
             line = graph.lines.get(timeout=min(1.0, left))
         except queue.Empty:
-            dead = graph.died(ignore=watched)
+            dead = graph.ended(ignore=watched)
             if dead:
                 name, code = dead[0]
                 raise DemoError(f'{name} exited early (code {code}); its log ends with:\n'
@@ -249,15 +171,16 @@ def _follow(graph: Graph, watched: str, budget_s: float) -> int:
             ended = True
         else:
             _show(line)
-    return process.wait()
+    return graph.processes[watched].wait()
 
 
 def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int:
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
-    graph = Graph(env, log_dir)
+    graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
     _say(f'starting the node graph as {len(NODES) + 1} processes (ROS_DOMAIN_ID='
-         f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here); node logs in {log_dir}')
+         f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
+         f'node logs in {log_dir}')
     code = 1
     try:
         for node in NODES:
@@ -267,9 +190,12 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int
                               str(params)])
         code = _follow(graph, 'task_manager', time_budget(args))
     finally:
-        forced = graph.stop()
+        forced = graph.stop(first=(MANAGER,))
         if forced:
             _say(f'had to force {", ".join(forced)} to stop (see {log_dir})')
+        if any(count > 0 for count in graph.respawns.values()):
+            _say('respawned during the session: ' + ', '.join(
+                f'{name} x{count}' for name, count in graph.respawns.items() if count > 0))
     return code
 
 
@@ -280,8 +206,7 @@ def _run_launch(args, env, params: Path, out: Path) -> int:
                f'samples:={args.samples}', f'summary_path:={out / "summary.json"}',
                'exit_when_done:=true']
     log_dir = out / 'logs'
-    log_dir.mkdir(parents=True, exist_ok=True)
-    graph = Graph(env, log_dir)
+    graph = ProcessGraph(env, log_dir)
     _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
     try:
         graph.start('launch', command, stream=True)
@@ -328,8 +253,12 @@ def run_graph_demo(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = out / 'summary.json'
-    if summary.exists():
-        summary.unlink()
+    # A demo starts with a partner it has not met: no belief, no journal from before.
+    for stale in (summary, out / 'partners.sqlite', out / 'partners.sqlite-wal',
+                  out / 'partners.sqlite-shm'):
+        if stale.exists():
+            stale.unlink()
+    shutil.rmtree(out / 'journal', ignore_errors=True)
     started = time.perf_counter()
     try:
         spec = args.capabilities or args.partner

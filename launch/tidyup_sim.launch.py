@@ -6,7 +6,8 @@ Parameters come from ``params_file`` (default: the package's config/tidyup_sim.y
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
 override it when given (empty = keep the file's value). The lifecycle manager
 configures and activates the nodes in order; the task manager then runs the session.
-When the task manager exits (exit_when_done:=true) the whole launch shuts down.
+When the task manager exits (exit_when_done:=true) the whole launch shuts down. A node
+process that dies is respawned, and the lifecycle manager brings it back to active.
 """
 
 import os
@@ -30,6 +31,8 @@ PACKAGE = 'cecm_ros'
 NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager']
 
+RESPAWN_DELAY_S = 1.0
+
 ARGUMENTS = {
     'params_file': (os.path.join(get_package_share_directory(PACKAGE), 'config',
                                  'tidyup_sim.yaml'),
@@ -52,6 +55,10 @@ ARGUMENTS = {
                         "informative of task_candidates each time); '' = params_file (given)"),
     'task_candidates': ('', "Candidates per informative choice; '' = params_file (5)"),
     'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
+    'partner_id': ('', "Whose profile the estimator keeps and resumes; '' = params_file "
+                       '(partner)'),
+    'store_path': ('', "The partner store (SQLite); '' = params_file "
+                       '(~/.ros/cecm_ros/partners.sqlite)'),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
     'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
                            "person (correction_console); '' = params_file (true)"),
@@ -84,6 +91,8 @@ def _overrides(context) -> dict[str, dict]:
         'task_choice': (str, ['task_manager']),
         'task_candidates': (int, ['task_manager']),
         'summary_path': (str, ['task_manager']),
+        'partner_id': (str, ['capability_estimator', 'task_manager']),
+        'store_path': (str, ['capability_estimator']),
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),
         'correction_window_s': (float, ['executor']),
@@ -112,10 +121,13 @@ def _nodes(context):
     overrides = _overrides(context)
     actions = []
     for name in NODES:
+        # A node that dies is started again; the lifecycle manager then brings it back
+        # to active and the task manager runs the interrupted task again.
         node = LifecycleNode(
             package=PACKAGE, executable=name, name=name, namespace='',
             parameters=[params_file, overrides[name]], output='screen',
-            arguments=['--ros-args', '--log-level', log_level])
+            arguments=['--ros-args', '--log-level', log_level],
+            respawn=True, respawn_delay=RESPAWN_DELAY_S)
         actions.append(node)
         if name == 'task_manager':
             actions.append(RegisterEventHandler(OnProcessExit(
@@ -123,7 +135,8 @@ def _nodes(context):
     actions.append(Node(
         package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
         parameters=[params_file, {'node_names': NODES, 'autostart': True}],
-        output='screen', arguments=['--ros-args', '--log-level', log_level]))
+        output='screen', arguments=['--ros-args', '--log-level', log_level],
+        respawn=True, respawn_delay=RESPAWN_DELAY_S))
     return actions
 
 

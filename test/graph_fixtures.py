@@ -6,8 +6,6 @@ Plain functions and classes only (no fixtures), like core_fixtures.py.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -49,15 +47,18 @@ def graph_environment(domain_id: int) -> dict[str, str]:
 
 
 class NodeProcesses:
-    """The graph's node processes, each logging into its own file."""
+    """The graph's node processes (cecm_ros.process_graph.ProcessGraph), each started
+    from the installed executable with parameter overrides, logging into its own file.
+    With ``respawn`` a node that dies comes back, as under the demo and launch."""
 
-    def __init__(self, executables: Path, params: Path, env: dict[str, str], log_dir: Path):
+    def __init__(self, executables: Path, params: Path, env: dict[str, str], log_dir: Path,
+                 respawn: bool = False):
+        from cecm_ros.process_graph import ProcessGraph
+
         self.executables = executables
         self.params = params
-        self.env = env
-        self.log_dir = log_dir
-        self.processes: dict[str, subprocess.Popen] = {}
-        self._files = []
+        self.graph = ProcessGraph(env, log_dir, respawn=respawn)
+        self.processes = self.graph.processes
 
     def start(self, name: str, overrides: dict[str, object] | None = None) -> None:
         command = [str(self.executables / name), '--ros-args', '--params-file',
@@ -65,49 +66,31 @@ class NodeProcesses:
         for key, value in (overrides or {}).items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             command += ['-p', f'{key}:={text}']
-        log = open(self.log_dir / f'{name}.log', 'w')  # closed in close()
-        self._files.append(log)
-        self.processes[name] = subprocess.Popen(
-            command, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True)
+        self.graph.start(name, command)
 
     def log(self, name: str) -> str:
-        path = self.log_dir / f'{name}.log'
-        return path.read_text(errors='replace') if path.is_file() else ''
+        return self.graph.log(name)
 
     def alive(self, name: str) -> bool:
-        return self.processes[name].poll() is None
+        return self.graph.alive(name)
 
-    def wait_for_log(self, name: str, text: str, timeout_s: float) -> bool:
+    def wait_for_log(self, name: str, text: str, timeout_s: float, count: int = 1) -> bool:
+        """Wait until ``text`` occurs ``count`` times in the node's log."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if text in self.log(name):
+            if self.log(name).count(text) >= count:
                 return True
             time.sleep(0.2)
-        return text in self.log(name)
+        return self.log(name).count(text) >= count
 
     def interrupt(self, names, timeout_s: float = 20.0) -> dict[str, int | None]:
         """SIGINT to each; their exit codes (None: had to be killed)."""
-        for name in names:
-            if self.alive(name):
-                self.processes[name].send_signal(signal.SIGINT)
-        codes = {}
-        for name in names:
-            try:
-                codes[name] = self.processes[name].wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.processes[name].kill()
-                self.processes[name].wait()
-                codes[name] = None
-        return codes
+        forced = self.graph.interrupt(list(names), grace_s=timeout_s)
+        return {name: None if name in forced else self.processes[name].returncode
+                for name in names}
 
     def close(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        for log in self._files:
-            log.close()
+        self.graph.stop()
 
 
 class RosClient:

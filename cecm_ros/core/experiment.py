@@ -28,7 +28,13 @@ from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
 from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from .metrics import HeldoutPool
-from .partners import RobotTeammate, SimulatedHuman, TaskRecord, run_shared_task
+from .partners import (
+    RobotTeammate,
+    SimulatedHuman,
+    TaskRecord,
+    partner_seed,
+    run_shared_task,
+)
 from .planner import JointPlanner
 from .task_choice import choose_task
 from .tasks import TaskSequence, heldout_seed
@@ -152,7 +158,6 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
                  else SharedPlanEvaluator(planner))
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=run_seed)
-    partner_rng = np.random.default_rng([run_seed, 7])
     results = []
     for index in range(settings.tasks):
         partner = settings.partner
@@ -166,7 +171,7 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
         task = sequence.take(choice.index)
         information = choice.information[choice.index] if choice.information else 0.0
         human = SimulatedHuman(planner, truth, settings.forgo_probability,
-                               seed=int(partner_rng.integers(2**32)))
+                               seed=partner_seed(run_seed, task.task_id))
         record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
                                  human)
         update = estimator.update(task, record.trajectory)

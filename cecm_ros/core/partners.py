@@ -10,6 +10,7 @@ therefore always follows the human's plan.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,13 @@ class Correction:
     step: int
     intended: str    # what the robot announced
     corrected: str   # what it must do instead ("noop" = wait)
+
+
+def partner_seed(seed: int, task_id: str) -> int:
+    """The seed of a simulated partner's choices in one task: from the run's seed and the
+    task's id only, so that a restarted partner decides as the first would have."""
+    return int(np.random.default_rng([seed, 7, zlib.crc32(task_id.encode())])
+               .integers(2**32))
 
 
 class SimulatedHuman:

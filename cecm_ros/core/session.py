@@ -4,11 +4,15 @@ The node graph observes what ``run_once`` computes in one process: per task the
 robot's first plan, the partner's plan, the corrections and the belief after the
 update. These helpers turn those observations into the same ``TaskResult`` rows and
 the same summary document as ``cecm experiment`` (one run), through the same
-``task_metrics`` and ``summarise`` calls. Also: task lists read from YAML.
+``task_metrics`` and ``summarise`` calls. Also: task lists read from YAML, and the
+journal that lets a restarted task manager resume its session.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -110,3 +114,61 @@ def load_tasks(model: TidyUpModel, path: str | Path) -> list[Task]:
     if len(set(ids)) != len(ids):
         raise ConfigError(f'{path}: task ids must be unique, got {ids}')
     return tasks
+
+
+class SessionJournal:
+    """What a session has done, written down as it happens, so that a restarted task
+    manager resumes it: which task each position chose, which finished (and their
+    metrics), which were interrupted or failed, and whether the session ended.
+
+    One JSON object per line, appended and flushed to disk before the next step; a torn
+    last line (a crash mid-write) is ignored. Without a path it is kept in memory.
+    """
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else None
+        self.events: list[dict] = []
+        if self.path is not None and self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue   # a line cut short by a crash
+                if isinstance(event, dict) and 'event' in event:
+                    self.events.append(event)
+
+    def append(self, event: str, **fields) -> None:
+        record = {'event': event, 'time': time.time(), **fields}
+        self.events.append(record)
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, 'a') as stream:
+            stream.write(json.dumps(record) + '\n')
+            stream.flush()
+            os.fsync(stream.fileno())
+
+    def _last(self, event: str, index: int) -> dict | None:
+        found = [e for e in self.events if e['event'] == event and e.get('index') == index]
+        return found[-1] if found else None
+
+    def chosen(self, index: int) -> str | None:
+        """The task id position ``index`` chose (it was started), or None."""
+        started = self._last('started', index)
+        return started['task_id'] if started else None
+
+    def result(self, index: int) -> TaskResult | None:
+        """The finished task's metrics row, or None."""
+        done = self._last('done', index)
+        return TaskResult(**done['result']) if done else None
+
+    def started_unfinished(self, index: int) -> bool:
+        return self.chosen(index) is not None and self.result(index) is None \
+            and self._last('failed', index) is None
+
+    def records(self, event: str) -> list[dict]:
+        return [e for e in self.events if e['event'] == event]
+
+    @property
+    def finished(self) -> bool:
+        return any(e['event'] == 'finished' for e in self.events)

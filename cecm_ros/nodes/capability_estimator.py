@@ -2,16 +2,22 @@
 
 EstimateCapabilities action server ``capability_estimator/estimate``: each goal carries
 one observed TaskOutcome (goal + trajectory) and runs one update of the core estimator
-(CE-CM with the SharedPlanEvaluator, CE-CM-Div, or a baseline: parameter ``method``). The belief is
+(CE-CM's posterior by default, the paper's or the sequential reading, CE-CM-Div, or a
+baseline). The belief of partner ``partner_id`` lives in the partner store
+(``store_path``, SQLite): it is loaded at configure, and every update is committed there
+together with its task-log entry in one transaction. An outcome of a session's task that
+is logged already is answered from the log and not counted again. The belief is
 published on ``capability_belief`` (transient local) at activation and after every
-update, and can be saved and loaded (``~/save_belief``, ``~/load_belief``). An update
-that fails leaves the belief exactly as it was.
+change. Profile services list, export, reset and delete partners; ``rank_tasks`` scores
+candidate tasks by expected information gain. A failed update leaves the belief, in
+memory and in the store, exactly as it was.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-from pathlib import Path
+import time
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
@@ -21,12 +27,14 @@ from cecm_ros.core.estimator import (
     NODE_PARAMETERS,
     CapabilityBelief,
     EstimatorSettings,
-    UpdateReport,
     make_estimator,
     settings_from_parameters,
 )
+from cecm_ros.core.inference import UNDECIDED_RULES
+from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import evaluator_for
+from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.nodes import conversions as conv
@@ -37,7 +45,16 @@ from cecm_ros.nodes.common import (
     finish_goal,
     run_node,
 )
-from cecm_ros.srv import LoadBelief, RankTasks, SaveBelief
+from cecm_ros.srv import (
+    ListPartners,
+    LoadBelief,
+    PartnerCommand,
+    RankTasks,
+    SaveBelief,
+    SessionProgress,
+)
+
+METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
 
 
 class _CanceledError(Exception):
@@ -49,42 +66,51 @@ class CapabilityEstimator(CecmNode):
         super().__init__('capability_estimator', **kwargs)
         defaults = EstimatorSettings()
         self.declare_model_parameters()
-        self.declare('method', 'cecm',
-                     'Estimation method: cecm, cecm_div, optimistic or pessimistic')
+        self.declare('method', 'cecm', 'Estimation method', choices=METHODS)
         self.declare('inference', 'posterior',
                      "CE-CM's inference: 'posterior' (every hypothesis must explain every "
-                     "task), 'paper' (Algorithm 1 as published) or 'sequential'")
+                     "task), 'paper' (Algorithm 1 as published) or 'sequential'",
+                     choices=('posterior', 'paper', 'sequential'))
         self.declare('samples', defaults.samples,
-                     'CE-CM: particles (posterior) or capability vectors sampled per task')
+                     'CE-CM: particles (posterior) or capability vectors sampled per task',
+                     low=1, high=100_000)
         self.declare('prior', -1.0, 'CE-CM: Bernoulli prior P(c_i = 1); -1 = the '
-                     f'inference preset\'s (posterior {defaults.prior}, paper and '
-                     'sequential 0.8)')
+                     f"inference preset's (posterior {defaults.prior}, paper and "
+                     'sequential 0.8)', low=-1.0, high=1.0)
         self.declare('epsilon', defaults.epsilon,
-                     'CE-CM: a trajectory explains an observation below this distance')
-        self.declare('psi', defaults.psi, 'Estimate threshold: c_i = 1 when theta_i > psi')
+                     'CE-CM: a trajectory explains an observation below this distance',
+                     low=0.0, high=1.0)
+        self.declare('psi', defaults.psi, 'Estimate threshold: c_i = 1 when theta_i > psi',
+                     low=0.0, high=1.0)
         self.declare('undecided', defaults.undecided,
-                     'Posterior: estimate of capabilities the evidence leaves undecided: '
-                     'absent, present, marginal (theta > psi) or mode')
+                     'Posterior: estimate of capabilities the evidence leaves undecided',
+                     choices=UNDECIDED_RULES)
         self.declare('sweeps', defaults.sweeps,
-                     'Posterior: Metropolis moves per particle after each task')
+                     'Posterior: Metropolis moves per particle after each task', low=0, high=100)
         self.declare('coupling', defaults.coupling,
-                     "Posterior: prior coupling of one room's capabilities (0 = independent)")
-        self.declare('window', -1, 'Forget tasks older than this many (0 = never; -1 = the '
-                     'inference preset\'s: sequential 1, others never)')
+                     "Posterior: prior coupling of one room's capabilities (0 = independent)",
+                     low=0.0, high=0.99)
+        self.declare('window', -1, "Forget tasks older than this many (0 = never; -1 = the "
+                     "inference preset's: sequential 1, others never)", low=-1, high=100_000)
         self.declare('decay', 0.0, 'abc: weigh a sample from k tasks ago by decay**k '
-                     '(0.0 = off)')
+                     '(0.0 = off)', low=0.0, high=1.0)
         self.declare('proposal', '', "abc: draw samples from the 'prior' or the current "
-                     "'belief'; '' = the inference preset's")
+                     "'belief'; '' = the inference preset's", choices=('', 'prior', 'belief'))
         self.declare('proposal_floor', defaults.proposal_floor,
-                     "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]")
-        self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)')
-        self.declare('partner_id', 'partner', 'Identifier of the partner the belief is about')
-        self.declare('belief_file', '',
-                     "Belief JSON file: loaded on configure if it exists, saved after every "
-                     "update ('' = none)")
-        self.declare('planner_workers', 2, 'Planner worker processes for hypothesis plans')
-        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
+                     "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]",
+                     low=0.001, high=0.499)
+        self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)',
+                     low=0, high=2**31 - 1)
+        self.declare('partner_id', 'partner', 'The partner whose belief this node keeps')
+        self.declare('store_path', '',
+                     "Partner store (SQLite) that keeps every partner's belief and task log; "
+                     "'~' is expanded; '' = in memory only (lost at exit)")
+        self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
+                     low=1, high=64)
+        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
+                     low=0.1, high=3600.0)
         self.planner: JointPlanner | None = None
+        self.store: PartnerStore | None = None
         self.estimator = None
         self.busy = False
         self.last_accepted_any = False
@@ -93,43 +119,62 @@ class CapabilityEstimator(CecmNode):
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
         self.model = self.load_model()
-        self.partner_id = self.param('partner_id')
+        self.partner_id = self.param('partner_id').strip()
+        if not self.partner_id:
+            raise ValueError("partner_id must not be empty")
         self.method = self.param('method')
         self.seed = self.param('seed')
         self.settings = self._settings()
-        self.belief_file = self.param('belief_file')
+        path = self.param('store_path').strip()
+        self.store = PartnerStore(_expand(path) if path else ':memory:')
         self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.evaluator = evaluator_for(self.method, self.planner)
-        belief = None
-        if self.belief_file and Path(self.belief_file).is_file():
-            belief = CapabilityBelief.load(self.belief_file)
-        self.estimator = self._make_estimator(belief)
+        belief = self.store.load(self.partner_id)
+        try:
+            self.estimator = self._make_estimator(belief)
+        except CecmError as error:
+            raise ValueError(f'the stored belief of partner {self.partner_id!r} cannot be '
+                             f'continued here: {error} (reset_partner starts it over)') from None
+        if belief is None:
+            self.store.save(self.partner_id, self.estimator.belief)
         self.belief_pub = self.create_lifecycle_publisher(
             CapabilityBeliefMsg, 'capability_belief', QOS_LATCHED)
+        services = (
+            (SaveBelief, '~/save_belief', self._on_save),
+            (LoadBelief, '~/load_belief', self._on_load),
+            (RankTasks, '~/rank_tasks', self._on_rank),
+            (ListPartners, '~/list_partners', self._on_list),
+            (PartnerCommand, '~/export_partner', self._on_export),
+            (PartnerCommand, '~/reset_partner', self._on_reset),
+            (PartnerCommand, '~/delete_partner', self._on_delete),
+            (SessionProgress, '~/session_progress', self._on_progress),
+        )
         self._entities = [
             self.belief_pub,
             ActionServer(self, EstimateCapabilities, '~/estimate',
                          execute_callback=self._execute, goal_callback=self._on_goal,
                          cancel_callback=self._on_cancel, callback_group=self.group),
-            self.create_service(SaveBelief, '~/save_belief',
-                                self.guarded_service(self._on_save, 'save_belief'),
-                                callback_group=self.group),
-            self.create_service(LoadBelief, '~/load_belief',
-                                self.guarded_service(self._on_load, 'load_belief'),
-                                callback_group=self.group),
-            self.create_service(RankTasks, '~/rank_tasks',
-                                self.guarded_service(self._on_rank, 'rank_tasks'),
-                                callback_group=self.group),
+            *[self.create_service(kind, name, self.guarded_service(callback, name[2:]),
+                                  callback_group=self.group)
+              for kind, name, callback in services],
         ]
-        origin = f'loaded from {self.belief_file}' if belief else 'fresh'
-        settings = self.estimator.belief.settings
-        variant = f' ({settings.variant} inference)' if self.method.startswith('cecm') else ''
+        belief = self.estimator.belief
+        origin = (f'resumed from {path or "memory"}' if belief.tasks_seen
+                  else f'new, kept in {path or "memory only"}')
+        variant = f' ({belief.settings.variant} inference)' \
+            if self.method.startswith('cecm') else ''
         self.get_logger().info(
             f'{self.method}{variant} belief about {self.partner_id!r} ({origin}, '
-            f'{self.estimator.belief.tasks_seen} tasks seen): N={settings.samples}, '
-            f'prior={settings.prior:g}, epsilon={settings.epsilon:g}, '
-            f'psi={settings.psi:g}, seed={self.seed}')
+            f'{belief.tasks_seen} tasks seen): N={belief.settings.samples}, '
+            f'prior={belief.settings.prior:g}, epsilon={belief.settings.epsilon:g}, '
+            f'seed={belief.seed}')
+
+    def teardown(self) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            store.close()
+        super().teardown()
 
     def _settings(self) -> EstimatorSettings:
         """The estimator settings from the parameters (presets fill what is left open)."""
@@ -169,7 +214,7 @@ class CapabilityEstimator(CecmNode):
         outcome = goal_handle.request.outcome
         result = EstimateCapabilities.Result()
         try:
-            report = self._update(goal_handle, outcome)
+            report, updated = self._update(goal_handle, outcome)
         except (conv.MessageError, CecmError, ValueError) as error:
             result.message = f'update failed, belief unchanged: {error}'
             self.get_logger().warning(f'task {outcome.task_id!r}: {result.message}')
@@ -186,13 +231,12 @@ class CapabilityEstimator(CecmNode):
             finish_goal(goal_handle.abort)
         else:
             result.belief = self._publish()
-            result.updated = report.updated
-            result.samples_evaluated = report.samples_evaluated
-            result.samples_accepted = report.samples_accepted
-            result.message = report.message
-            self._autosave()
+            result.updated = updated
+            result.samples_evaluated = int(report.get('samples_evaluated', 0))
+            result.samples_accepted = int(report.get('samples_accepted', 0))
+            result.message = str(report.get('message', ''))
             self.get_logger().info(
-                f'task {outcome.task_id}: {report.message}; estimate lacks '
+                f'task {outcome.task_id}: {result.message}; estimate lacks '
                 f'{self.model.catalog.describe_missing(self.estimator.estimate)} '
                 f'({self.estimator.belief.tasks_seen} tasks seen)')
             finish_goal(goal_handle.succeed)
@@ -205,12 +249,25 @@ class CapabilityEstimator(CecmNode):
                                             self.stamp())
         return result
 
-    def _update(self, goal_handle, outcome) -> UpdateReport:
+    def _update(self, goal_handle, outcome) -> tuple[dict, bool]:
+        """One update, committed with its log entry; (report, whether it changed)."""
         task, trajectory = conv.outcome_from_msg(self.model, outcome)
         if outcome.partner_id and outcome.partner_id != self.partner_id:
             raise conv.MessageError(f'the outcome is about partner {outcome.partner_id!r}, '
                                     f'this belief is about {self.partner_id!r}')
-        total = self.settings.samples
+        session = outcome.session_id
+        index = int(outcome.task_index) if session else self.estimator.belief.tasks_seen
+        if session:
+            logged = self.store.find(self.partner_id, session, index)
+            if logged is not None:
+                if logged.task.task_id != task.task_id:
+                    raise conv.MessageError(
+                        f'task {index} of session {session!r} was {logged.task.task_id!r}, '
+                        f'not {task.task_id!r}')
+                report = dict(logged.report)
+                report['message'] = (f'already applied (task {index} of session {session!r}); '
+                                     'not counted again')
+                return report, False
 
         def progress(done: int, of: int) -> None:
             if self.stopping.is_set():
@@ -224,43 +281,77 @@ class CapabilityEstimator(CecmNode):
 
         snapshot = self.estimator.belief.copy()
         self.get_logger().info(f'task {task.task_id}: updating with a trajectory of '
-                               f'{len(trajectory)} states ({total} samples)')
+                               f'{len(trajectory)} states')
         try:
-            report = self.estimator.update(task, trajectory, progress)
+            update = self.estimator.update(task, trajectory, progress)
+            report = {'samples_evaluated': update.samples_evaluated,
+                      'samples_accepted': update.samples_accepted,
+                      'updated': update.updated, 'message': update.message}
+            entry = LogEntry(session, index, task, tuple(trajectory), report, time.time())
+            if not self.store.record_update(self.partner_id, self.estimator.belief, entry):
+                raise ValueError(f'task {index} of session {session!r} was logged meanwhile')
         except BaseException:
             self.estimator.belief = snapshot
             raise
-        self.last_accepted_any = report.samples_accepted > 0
+        self.last_accepted_any = update.samples_accepted > 0
         goal_handle.publish_feedback(EstimateCapabilities.Feedback(
-            samples_evaluated=report.samples_evaluated, samples_total=report.samples_evaluated,
-            samples_accepted=report.samples_accepted))
-        return report
-
-    def _autosave(self) -> None:
-        if not self.belief_file:
-            return
-        try:
-            self.estimator.belief.save(self.belief_file)
-        except OSError as error:
-            self.get_logger().warning(f'cannot save the belief to {self.belief_file}: {error}')
+            samples_evaluated=update.samples_evaluated,
+            samples_total=update.samples_evaluated,
+            samples_accepted=update.samples_accepted))
+        return report, update.updated
 
     # ----------------------------------------------------------------- services
+    def _exclusive(self, response, work):
+        """Run ``work`` while no update runs (the belief is not replaced under it)."""
+        with self.locked():
+            if self.busy:
+                response.success, response.message = False, 'an update is running; try later'
+                return response
+            self.busy = True
+        try:
+            return work()
+        finally:
+            with self.locked():
+                self.busy = False
+
     def _on_save(self, request: SaveBelief.Request, response: SaveBelief.Response):
-        path = request.path or self.belief_file
-        if not path:
-            response.success, response.message = False, 'no path given and no belief_file set'
+        if not request.path.strip():
+            response.success, response.message = False, 'no path given'
             return response
         with self.locked():
             belief = self.estimator.belief.copy()
         try:
-            belief.save(path)
+            belief.save(_expand(request.path))
         except OSError as error:
-            response.success, response.message = False, f'cannot save to {path}: {error}'
+            response.success, response.message = False, f'cannot save to {request.path}: {error}'
             self.get_logger().warning(response.message)
             return response
-        response.success, response.message = True, f'belief saved to {path}'
+        response.success, response.message = True, f'belief saved to {request.path}'
         self.get_logger().info(response.message)
         return response
+
+    def _on_load(self, request: LoadBelief.Request, response: LoadBelief.Response):
+        def load():
+            try:
+                belief = CapabilityBelief.load(_expand(request.path))
+                estimator = self._make_estimator(belief)
+                # Only a belief that can be published replaces the current one.
+                conv.belief_msg(self.model, estimator.belief, self.partner_id, False)
+                self.store.reset(self.partner_id, estimator.belief)
+            except (CecmError, ValueError) as error:
+                response.success = False
+                response.message = f'belief unchanged: {error}'
+                self.get_logger().warning(f'load_belief {request.path!r}: {response.message}')
+                return response
+            self.estimator = estimator
+            self._publish()
+            response.success = True
+            response.message = (f'loaded {belief.method} belief from {request.path} '
+                                f'({belief.tasks_seen} tasks seen); the task log of '
+                                f'{self.partner_id!r} starts over')
+            self.get_logger().info(response.message)
+            return response
+        return self._exclusive(response, load)
 
     def _on_rank(self, request: RankTasks.Request, response: RankTasks.Response):
         if not self.active:
@@ -270,6 +361,8 @@ class CapabilityEstimator(CecmNode):
             candidates = [conv.task_from_msg(self.model, task) for task in request.candidates]
             if not candidates:
                 raise conv.MessageError('no candidate tasks given')
+            if len(candidates) > 100:
+                raise conv.MessageError(f'{len(candidates)} candidates; at most 100')
             with self.locked():
                 estimator = self.estimator
             vectors, weights = estimator.hypotheses()
@@ -288,29 +381,89 @@ class CapabilityEstimator(CecmNode):
         self.get_logger().info(f'rank_tasks: {response.message}')
         return response
 
-    def _on_load(self, request: LoadBelief.Request, response: LoadBelief.Response):
-        with self.locked():
-            if self.busy:
-                response.success, response.message = False, 'an update is running; try later'
-                return response
-            self.busy = True
-        try:
-            belief = CapabilityBelief.load(request.path)
-            self.estimator = self._make_estimator(belief)
-        except (CecmError, ValueError) as error:
-            response.success = False
-            response.message = f'belief unchanged: {error}'
-            self.get_logger().warning(f'load_belief {request.path!r}: {response.message}')
-            return response
-        finally:
-            with self.locked():
-                self.busy = False
-        self._publish()
+    def _on_list(self, request: ListPartners.Request, response: ListPartners.Response):
+        profiles = self.store.partners()
+        response.store_path = self.param('store_path')
+        response.partner_ids = [p.partner_id for p in profiles]
+        response.methods = [p.method for p in profiles]
+        response.inference = [p.inference for p in profiles]
+        response.tasks_seen = [p.tasks_seen for p in profiles]
+        response.log_entries = [p.log_entries for p in profiles]
         response.success = True
-        response.message = (f'loaded {belief.method} belief from {request.path} '
-                            f'({belief.tasks_seen} tasks seen)')
+        response.message = f'{len(profiles)} partner profiles'
+        return response
+
+    def _on_export(self, request: PartnerCommand.Request, response: PartnerCommand.Response):
+        if not request.path.strip():
+            response.success, response.message = False, 'export_partner needs a path'
+            return response
+        partner = request.partner_id or self.partner_id
+        try:
+            document = self.store.export(partner)
+            write_atomically(_expand(request.path), json.dumps(document, indent=1))
+        except (CecmError, OSError) as error:
+            response.success, response.message = False, f'cannot export {partner!r}: {error}'
+            return response
+        response.success = True
+        response.message = (f'partner {partner!r} ({len(document["log"])} log entries) '
+                            f'written to {request.path}')
         self.get_logger().info(response.message)
         return response
+
+    def _on_reset(self, request: PartnerCommand.Request, response: PartnerCommand.Response):
+        partner = request.partner_id or self.partner_id
+
+        def reset():
+            fresh = self._make_estimator(None)
+            self.store.reset(partner, fresh.belief)
+            if partner == self.partner_id:
+                self.estimator = fresh
+                self._publish()
+            response.success = True
+            response.message = f'partner {partner!r} starts over (fresh belief, empty log)'
+            self.get_logger().info(response.message)
+            return response
+        return self._exclusive(response, reset)
+
+    def _on_delete(self, request: PartnerCommand.Request, response: PartnerCommand.Response):
+        partner = request.partner_id.strip()
+        if not partner:
+            response.success, response.message = False, 'delete_partner needs a partner_id'
+            return response
+        if partner == self.partner_id:
+            self._on_reset(request, response)
+            if response.success:
+                response.message += ' (it is the active partner: reset, not deleted)'
+            return response
+        response.success = self.store.delete(partner)
+        response.message = (f'partner {partner!r} deleted' if response.success
+                            else f'no partner {partner!r} in the store')
+        return response
+
+    def _on_progress(self, request: SessionProgress.Request,
+                     response: SessionProgress.Response):
+        if not request.session_id:
+            response.success, response.message = False, 'session_progress needs a session_id'
+            return response
+        entries = self.store.log(self.partner_id, request.session_id)
+        response.task_ids = [e.task.task_id for e in sorted(entries, key=lambda e: e.task_index)]
+        if [e.task_index for e in sorted(entries, key=lambda e: e.task_index)] != \
+                list(range(len(entries))):
+            response.success = False
+            response.message = (f'session {request.session_id!r} has gaps in its task log '
+                                f'(indices {[e.task_index for e in entries]})')
+            return response
+        response.tasks_seen = self.estimator.belief.tasks_seen
+        response.success = True
+        response.message = (f'{len(entries)} tasks of session {request.session_id!r} applied '
+                            f'to {self.partner_id!r}')
+        return response
+
+
+def _expand(path: str) -> str:
+    from os.path import expanduser
+
+    return expanduser(path.strip())
 
 
 def main(args=None) -> int:

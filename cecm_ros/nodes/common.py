@@ -20,10 +20,17 @@ from functools import wraps
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import (
     LifecycleNode,
@@ -56,6 +63,9 @@ QOS_EVENTS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
 
+# Threads of every node's MultiThreadedExecutor (run_node).
+EXECUTOR_THREADS = 8
+
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -76,6 +86,23 @@ class SafeActionClient(ActionClient):
         self._lock = threading.Lock()
         self._logger = node.get_logger().get_child('action_client')
         super().__init__(node, action_type, action_name, **kwargs)
+
+
+# A peer whose service or action server has been gone this long while we waited for its
+# answer is taken for dead (the lifecycle manager will bring it back).
+PEER_LOST_S = 3.0
+
+
+class PeerUnavailableError(RuntimeError):
+    """A service or action server is missing, or vanished while it should answer."""
+
+
+class GoalRejectedError(RuntimeError):
+    """An action server rejected a goal (e.g. it is busy with another)."""
+
+
+class WaitInterruptedError(Exception):
+    """Whoever waited was asked to stop (e.g. a goal's cancel request)."""
 
 
 class StopRequestedError(Exception):
@@ -103,14 +130,67 @@ class CecmNode(LifecycleNode):
         self._condition = threading.Condition()
         self._entities: list = []   # what configure() created, for teardown()
         self.planner = None         # a core JointPlanner, for nodes that plan
+        self._choices: dict[str, tuple[str, ...]] = {}
+        self.parameter_errors: list[str] = []   # bad values given at start-up
+        self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # ---------------------------------------------------------------- parameters
     def declare(self, name: str, default: Any, description: str,
-                param_type: int | None = None, read_only: bool = False) -> None:
+                param_type: int | None = None, read_only: bool = False, *,
+                low: float | None = None, high: float | None = None,
+                choices: tuple[str, ...] | None = None) -> None:
+        """Declare a parameter with its range (``low``..``high``) or its ``choices``.
+
+        A value outside them is refused when set at run time, with the reason. One that
+        comes from a parameters file or the command line is kept out as well: the node
+        starts with the default, and ``configure`` fails naming the parameter, the value
+        and what is allowed, so that the node stays up to be fixed (``ros2 param set``).
+        """
         if param_type is None:
             param_type = _TYPES[type(default)]
-        self.declare_parameter(name, default, ParameterDescriptor(
-            name=name, type=param_type, description=description, read_only=read_only))
+        descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
+                                         read_only=read_only)
+        if low is not None or high is not None:
+            low = -2**62 if low is None else low
+            high = 2**62 if high is None else high
+            if param_type == ParameterType.PARAMETER_INTEGER:
+                descriptor.integer_range = [IntegerRange(from_value=int(low),
+                                                         to_value=int(high), step=1)]
+                descriptor.description += f' [{int(low)}, {int(high)}]'
+            else:
+                descriptor.floating_point_range = [FloatingPointRange(
+                    from_value=float(low), to_value=float(high), step=0.0)]
+                descriptor.description += f' [{float(low):g}, {float(high):g}]'
+        if choices:
+            self._choices[name] = tuple(choices)
+            descriptor.additional_constraints = 'one of: ' + ', '.join(choices)
+        try:
+            self.declare_parameter(name, default, descriptor)
+            problem = self._check_choice(name, self.get_parameter(name).value)
+        except (InvalidParameterValueException, InvalidParameterTypeException) as error:
+            self.declare_parameter(name, default, descriptor, ignore_override=True)
+            problem = f'parameter {name!r}: {error}'
+        if problem:
+            self.parameter_errors.append(problem)
+            self.get_logger().error(f'{problem}; the node keeps the default {default!r} and '
+                                    'will not configure until this is fixed')
+
+    def _check_choice(self, name: str, value) -> str:
+        allowed = self._choices.get(name)
+        if allowed and value not in allowed:
+            return f'parameter {name!r} = {value!r} is not one of {", ".join(allowed)}'
+        return ''
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """Refuse string values outside a parameter's choices (rclpy checks ranges)."""
+        for parameter in parameters:
+            problem = self._check_choice(parameter.name, parameter.value)
+            if problem:
+                return SetParametersResult(successful=False, reason=problem)
+        for parameter in parameters:
+            self.parameter_errors = [e for e in self.parameter_errors
+                                     if not e.startswith(f'parameter {parameter.name!r}')]
+        return SetParametersResult(successful=True)
 
     def param(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -148,6 +228,9 @@ class CecmNode(LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.stopping.clear()
+        if self.parameter_errors:
+            self.get_logger().error('configure refused: ' + '; '.join(self.parameter_errors))
+            return FAILURE
         try:
             self.configure()
         except Exception as error:  # noqa: BLE001 - any failure fails the transition
@@ -192,7 +275,11 @@ class CecmNode(LifecycleNode):
         self.stopping.set()
         self.notify()
         self._safe_teardown()
-        return super().on_shutdown(state)
+        result = super().on_shutdown(state)
+        # Finalized: nothing is left to do, so the process ends (exit code 0).
+        if not self.finished.done():
+            self.finished.set_result(0)
+        return result
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.active = False
@@ -255,54 +342,88 @@ class CecmNode(LifecycleNode):
         """The condition's lock, for state that waiters read."""
         return self._condition
 
-    def wait_future(self, future: Future, timeout_s: float | None) -> bool:
-        future.add_done_callback(lambda _: self.notify())
-        return self.wait_until(future.done, timeout_s)
-
-    def call_service(self, client, request, what: str, wait_s: float, timeout_s: float | None):
-        """Call a service and return its response; raises RuntimeError with a reason."""
+    def call_service(self, client, request, what: str, wait_s: float, timeout_s: float | None,
+                     interrupt: Callable[[], bool] | None = None):
+        """Call a service and return its response; raises PeerUnavailableError with a
+        reason when the server is missing, vanishes while it should answer, or is late,
+        and WaitInterruptedError as soon as ``interrupt()`` holds."""
         if not self._wait_ready(client.service_is_ready, wait_s):
-            raise RuntimeError(f'{what}: service {client.srv_name} is not available '
-                               f'(waited {wait_s:g} s)')
+            raise PeerUnavailableError(f'{what}: service {client.srv_name} is not available '
+                                       f'(waited {wait_s:g} s)')
         future = client.call_async(request)
-        if not self.wait_future(future, timeout_s):
+        try:
+            self._wait_answer(future, timeout_s, client.service_is_ready,
+                              f'{what}: {client.srv_name}', interrupt)
+        except BaseException:
             client.remove_pending_request(future)
-            raise RuntimeError(f'{what}: no answer from {client.srv_name} within '
-                               f'{timeout_s:g} s')
+            raise
         response = future.result()
         if response is None:
-            raise RuntimeError(f'{what}: {client.srv_name} returned no response')
+            raise PeerUnavailableError(f'{what}: {client.srv_name} returned no response')
         return response
 
     def send_action_goal(self, client, name: str, goal, what: str, wait_s: float,
-                         timeout_s: float | None, feedback=None):
+                         timeout_s: float | None, feedback=None,
+                         interrupt: Callable[[], bool] | None = None):
         """Send an action goal to the server ``name`` and wait for its result.
 
-        Returns (status, result); raises RuntimeError with a reason when the server is
-        missing, rejects the goal or gives no result in time (the goal is then canceled).
+        Returns (status, result); raises PeerUnavailableError with a reason when the
+        server is missing, rejects the goal, vanishes or gives no result in time, and
+        WaitInterruptedError when ``interrupt()`` holds (the goal is canceled then too).
         """
         if not self._wait_ready(client.server_is_ready, wait_s):
-            raise RuntimeError(f'{what}: action server {name} is not available '
-                               f'(waited {wait_s:g} s)')
+            raise PeerUnavailableError(f'{what}: action server {name} is not available '
+                                       f'(waited {wait_s:g} s)')
         goal_future = client.send_goal_async(goal, feedback_callback=feedback)
-        if not self.wait_future(goal_future, wait_s):
-            raise RuntimeError(f'{what}: {name} did not answer the goal '
-                               f'within {wait_s:g} s')
+        self._wait_answer(goal_future, wait_s, client.server_is_ready, f'{what}: {name}')
         handle = goal_future.result()
         if not handle.accepted:
-            raise RuntimeError(f'{what}: {name} rejected the goal')
+            raise GoalRejectedError(f'{what}: {name} rejected the goal')
         result_future = handle.get_result_async()
         try:
-            done = self.wait_future(result_future, timeout_s)
-        except StopRequestedError:
+            self._wait_answer(result_future, timeout_s, client.server_is_ready,
+                              f'{what}: {name}', interrupt)
+        except BaseException:
             handle.cancel_goal_async()
             raise
-        if not done:
-            handle.cancel_goal_async()
-            raise RuntimeError(f'{what}: {name} gave no result within '
-                               f'{timeout_s:g} s (goal canceled)')
         response = result_future.result()
         return response.status, response.result
+
+    def _wait_answer(self, future: Future, timeout_s: float | None,
+                     ready: Callable[[], bool], what: str,
+                     interrupt: Callable[[], bool] | None = None) -> None:
+        """Wait for ``future``; give up when the peer is gone for PEER_LOST_S or late, or
+        when ``interrupt()`` holds (WaitInterruptedError)."""
+        future.add_done_callback(lambda _: self.notify())
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        gone_since = None
+        while not future.done():
+            if interrupt is not None and interrupt():
+                raise WaitInterruptedError(f'{what}: interrupted')
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise PeerUnavailableError(f'{what} gave no answer within {timeout_s:g} s')
+            if ready():
+                gone_since = None
+            elif gone_since is None:
+                gone_since = now
+            elif now - gone_since >= PEER_LOST_S:
+                raise PeerUnavailableError(f'{what} disappeared while it should answer')
+            slice_s = 0.5 if deadline is None else min(0.5, deadline - now)
+            self.wait_until(lambda: future.done() or bool(interrupt and interrupt()),
+                            max(0.01, slice_s))
+
+    def wait_for_peers(self, peers: list[tuple[str, Callable[[], bool]]], wait_s: float) -> None:
+        """Activation: wait until every (name, ready) peer is there, or raise naming the
+        missing ones (the lifecycle manager tries the activation again later)."""
+        deadline = time.monotonic() + wait_s
+        missing = [name for name, ready in peers if not ready()]
+        while missing and time.monotonic() < deadline:
+            self.wait_until(lambda: False, 0.1)
+            missing = [name for name, ready in peers if not ready()]
+        if missing:
+            raise PeerUnavailableError(f'waited {wait_s:g} s for {", ".join(missing)}; not '
+                                       'available yet')
 
     def _wait_ready(self, ready: Callable[[], bool], wait_s: float) -> bool:
         """Discovery has no event to wait on in rclpy: re-check a few times a second."""
@@ -381,7 +502,8 @@ def destroy_all(node: CecmNode, entities) -> None:
             node.get_logger().debug(f'destroying {entity}: {error}')
 
 
-def run_node(node_factory: Callable[[], CecmNode], args=None, threads: int = 8) -> int:
+def run_node(node_factory: Callable[[], CecmNode], args=None,
+             threads: int = EXECUTOR_THREADS) -> int:
     """Spin a node until SIGINT, shutdown or the node finishes; exit without tracebacks.
 
     Any node with CecmNode's ``finished``, ``exit_code``, ``request_stop()`` and

@@ -14,6 +14,7 @@ team state (success) or after ``max_steps`` (abort).
 from __future__ import annotations
 
 import sys
+import threading
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -28,8 +29,10 @@ from cecm_ros.nodes.common import (
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
+    PeerUnavailableError,
     SafeActionClient,
     StopRequestedError,
+    WaitInterruptedError,
     finish_goal,
     run_node,
 )
@@ -49,25 +52,31 @@ class Executor(CecmNode):
         self.declare_model_parameters()
         self.declare('correction_window_s', 2.0,
                      'How long to wait for a Correction after announcing an intent; a '
-                     'confirmation ends the wait early, silence means consent')
-        self.declare('max_steps', 100, 'Joint steps after which a task is aborted')
+                     'confirmation ends the wait early, silence means consent',
+                     low=0.0, high=3600.0)
+        self.declare('max_steps', 100, 'Joint steps after which a task is aborted',
+                     low=1, high=10_000)
         for kind in DEFAULT_SKILLS:
             self.declare(f'skills.{kind}', f'robot/skills/{kind}',
                          f'ExecuteSkill action server that executes robot {kind!r} actions')
         self.declare('plan_service', 'plan_task', 'PlanTask service of the joint planner')
         self.declare('server_wait_s', 15.0,
-                     'How long to wait for the planner service and skill servers to appear')
-        self.declare('plan_timeout_s', 120.0, 'How long to wait for a plan')
-        self.declare('skill_timeout_s', 120.0, 'How long to wait for one skill to finish')
+                     'How long to wait for the planner service and skill servers (at '
+                     'activation, and for one that went away)', low=0.0, high=3600.0)
+        self.declare('plan_timeout_s', 120.0, 'How long to wait for a plan', low=0.1,
+                     high=36_000.0)
+        self.declare('skill_timeout_s', 120.0, 'How long to wait for one skill to finish',
+                     low=0.1, high=36_000.0)
         self.declare('state_timeout_s', 10.0,
-                     'How long to wait for the team_state of a step (and of step 0)')
+                     'How long to wait for the team_state of a step (and of step 0)',
+                     low=0.1, high=3600.0)
         self.goal_handle: ServerGoalHandle | None = None
+        self.running = False   # a RunTask goal is accepted and not finished (under the lock)
         self.states: dict[str, dict[int, TeamState]] = {}
         self.task_id = ''
         self.awaiting_step: int | None = None   # step whose correction window is open
         self.correction: Correction | None = None
         self.intent = NOOP
-        self.cancel_requested = False
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -102,6 +111,13 @@ class Executor(CecmNode):
         ]
         self.get_logger().info(f'correction window {self.window:g} s, at most '
                                f'{self.max_steps} steps per task')
+
+    def activate(self) -> None:
+        """The planner and every skill server must be there before tasks are taken."""
+        peers = [(self.param('plan_service'), self.plan_client.service_is_ready)]
+        peers += [(name, client.server_is_ready) for name, client in
+                  ((self.skill_names[k], c) for k, c in self.skill_clients.items())]
+        self.wait_for_peers(peers, self.server_wait)
 
     # ------------------------------------------------------------------- topics
     def _on_team_state(self, msg: TeamState) -> None:
@@ -158,18 +174,23 @@ class Executor(CecmNode):
 
     # ------------------------------------------------------------------ actions
     def _on_goal(self, goal) -> GoalResponse:
+        """One task at a time: the goal is reserved here, under the lock, so that two
+        goals arriving together cannot both be accepted."""
         if not self.active:
             self.get_logger().warning('RunTask goal rejected: executor is not active')
             return GoalResponse.REJECT
-        if self.goal_handle is not None:
-            self.get_logger().warning(f'RunTask goal rejected: task {self.task_id} is running')
-            return GoalResponse.REJECT
+        with self.locked():
+            if self.running:
+                self.get_logger().warning(f'RunTask goal for {goal.task.task_id!r} rejected: '
+                                          f'task {self.task_id or "(starting)"} is running')
+                return GoalResponse.REJECT
+            self.running = True
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        with self.locked():
-            self.cancel_requested = True
-        self.notify()
+        # The goal becomes "canceling" only after this returns: wake the waits (which
+        # check goal_handle.is_cancel_requested) just after that.
+        threading.Timer(0.05, self.notify).start()
         return CancelResponse.ACCEPT
 
     def _execute(self, goal_handle: ServerGoalHandle) -> RunTask.Result:
@@ -177,7 +198,6 @@ class Executor(CecmNode):
         with self.locked():
             self.goal_handle = goal_handle
             self.task_id = request.task_id
-            self.cancel_requested = False
         result = RunTask.Result()
         try:
             task = conv.task_from_msg(self.model, request)
@@ -188,7 +208,7 @@ class Executor(CecmNode):
             result.message = str(error)
             self.get_logger().error(f'task {request.task_id!r} aborted: {error}')
             finish_goal(goal_handle.abort)
-        except _CanceledError:
+        except (_CanceledError, WaitInterruptedError):
             result.message = 'canceled'
             self.get_logger().info(f'task {request.task_id}: canceled')
             finish_goal(goal_handle.canceled)
@@ -206,7 +226,12 @@ class Executor(CecmNode):
                 self.task_id = ''
                 self.awaiting_step = None
                 self.correction = None
+                self.running = False
         return result
+
+    def _cancel_requested(self) -> bool:
+        handle = self.goal_handle
+        return handle is not None and handle.is_cancel_requested
 
     # ---------------------------------------------------------------- the task
     def _run(self, goal_handle, task, partner_id: str) -> RunTask.Result:
@@ -271,8 +296,9 @@ class Executor(CecmNode):
         try:
             response = self.call_service(self.plan_client, request,
                                          f'task {task.task_id}: planning', self.server_wait,
-                                         self.param('plan_timeout_s'))
-        except RuntimeError as error:
+                                         self.param('plan_timeout_s'),
+                                         interrupt=self._cancel_requested)
+        except PeerUnavailableError as error:
             raise TaskAbortedError(str(error)) from None
         if not response.success:
             raise TaskAbortedError(f'the joint planner found no plan: {response.message}')
@@ -293,7 +319,7 @@ class Executor(CecmNode):
         self.intent_pub.publish(RobotIntent(header=_header(self.stamp()), task_id=task_id,
                                             step=step, action=intended))
         try:
-            self.wait_until(lambda: self.correction is not None or self.cancel_requested,
+            self.wait_until(lambda: self.correction is not None or self._cancel_requested(),
                             self.window)
         finally:
             with self.locked():
@@ -311,7 +337,10 @@ class Executor(CecmNode):
         try:
             status, result = self.send_action_goal(
                 self.skill_clients[kind], name, goal, f'step {step}: {action}',
-                self.server_wait, self.param('skill_timeout_s'))
+                self.server_wait, self.param('skill_timeout_s'),
+                interrupt=self._cancel_requested)
+        except WaitInterruptedError:
+            raise _CanceledError() from None
         except RuntimeError as error:
             raise TaskAbortedError(str(error)) from None
         if not result.success:
@@ -321,7 +350,7 @@ class Executor(CecmNode):
 
     def _wait_state(self, task_id: str, step: int) -> TeamState:
         def arrived() -> bool:
-            return step in self.states.get(task_id, {}) or self.cancel_requested
+            return step in self.states.get(task_id, {}) or self._cancel_requested()
 
         if not self.wait_until(arrived, self.param('state_timeout_s')):
             where = ('is the world reset for this task?' if step == 0
@@ -333,7 +362,7 @@ class Executor(CecmNode):
             return self.states[task_id][step]
 
     def _check_cancel(self) -> None:
-        if self.cancel_requested:
+        if self._cancel_requested():
             raise _CanceledError()
 
 

@@ -22,6 +22,7 @@ from cecm_ros.core.simulator import WorldSimulator
 from cecm_ros.msg import TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
+    EXECUTOR_THREADS,
     QOS_TEAM_STATE,
     CecmNode,
     StopRequestedError,
@@ -48,13 +49,18 @@ class HouseholdSim(CecmNode):
                      'and "wait" for noop', ParameterType.PARAMETER_STRING_ARRAY)
         self.declare('step_timeout_s', 60.0,
                      "How long a skill goal waits for the other agent's action of the same "
-                     'step before it is aborted (0 = wait forever)')
+                     'step before it is aborted (0 = wait forever)', low=0.0, high=3600.0)
+        self.declare('max_parked_goals', 4,
+                     'Skill goals that may wait for their step at once (a step needs two); '
+                     "more are rejected, so waiting goals never take all of the node's "
+                     f'{EXECUTOR_THREADS} executor threads', low=2, high=EXECUTOR_THREADS - 2)
         self.world: WorldSimulator | None = None
         self.task = None
         self.generation = 0          # incremented by every reset; stale goals abort
         self.pending: dict[str, str] = {}
         self.outcomes: dict[int, tuple] = {}
         self._cancel_requested: set[bytes] = set()
+        self.parked = 0   # skill goals accepted and not finished
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -128,8 +134,18 @@ class HouseholdSim(CecmNode):
     # ------------------------------------------------------------------- skills
     def _on_goal(self, goal) -> GoalResponse:
         # Validation happens in execute, so that a refusal reaches the client as an
-        # aborted goal with a message (a rejection carries none).
-        return GoalResponse.ACCEPT if self.active else GoalResponse.REJECT
+        # aborted goal with a message (a rejection carries none). Only the number of
+        # goals held at once is decided here, under the lock.
+        if not self.active:
+            return GoalResponse.REJECT
+        with self.locked():
+            if self.parked >= self.param('max_parked_goals'):
+                self.get_logger().warning(
+                    f'skill goal {goal.action!r} for step {goal.step} rejected: '
+                    f'{self.parked} goals are waiting already (max_parked_goals)')
+                return GoalResponse.REJECT
+            self.parked += 1
+        return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
         with self.locked():
@@ -146,6 +162,9 @@ class HouseholdSim(CecmNode):
             except Exception as error:  # noqa: BLE001 - never crash the executor
                 self.get_logger().error(f'{agent}/{kind}: {error}')
                 return _finish(goal_handle, 'abort', f'internal error: {error}')
+            finally:
+                with self.locked():
+                    self.parked = max(0, self.parked - 1)
         return execute
 
     def _check_goal(self, agent: str, kind: str, goal) -> tuple[str, str]:

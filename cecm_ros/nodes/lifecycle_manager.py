@@ -1,30 +1,49 @@
-"""lifecycle_manager: brings the lifecycle nodes of the graph up in order and down in reverse.
+"""lifecycle_manager: brings the managed nodes up, keeps them up, and takes them down.
 
-Like nav2's lifecycle manager: parameter ``node_names`` lists the managed nodes in
-start order. With ``autostart`` it configures every node, then activates every node,
-each through its ``<node>/change_state`` service, logging each transition. On SIGINT
-or SIGTERM it deactivates and cleans up the nodes in reverse order before it exits.
-A failed start-up is undone the same way and ends the process with exit code 1.
+Like Nav2's lifecycle manager. Parameter ``node_names`` lists the managed nodes in
+start order; with ``autostart`` they are configured, then activated, through each
+node's ``<node>/change_state`` service. Service ``lifecycle_manager/manage_nodes``
+(ManageNodes) starts up, pauses, resumes, resets or shuts them down on request.
+
+A heartbeat asks every node for its state (``<node>/get_state``) every
+``heartbeat_period_s``. A node that does not answer ``heartbeat_misses`` times in a row
+is reported lost (it died or hangs). A node that answers again, or a respawned process
+(``ros2 launch`` respawn, or the demo's process runner), is brought back to active:
+configured if it came back unconfigured, then activated; a failed attempt is retried
+with a growing delay. ``lifecycle_manager/graph_status`` (GraphStatus, latched) says
+who is active, who is lost and how often each came back, so that the task manager can
+tell an interrupted task from a failed one. Nothing here exits because a node is
+missing or slow. On SIGINT or SIGTERM the nodes are deactivated and cleaned up in
+reverse order.
 """
 
 from __future__ import annotations
 
+import queue
 import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import rclpy
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+)
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
-from cecm_ros.nodes.common import leave
+from cecm_ros.msg import GraphStatus, NodeStatus
+from cecm_ros.nodes.common import QOS_LATCHED, leave
+from cecm_ros.srv import ManageNodes
 
 DEFAULT_NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
                  'executor', 'task_manager']
@@ -39,7 +58,32 @@ STEPS = {
                                        State.PRIMARY_STATE_INACTIVE),
     Transition.TRANSITION_CLEANUP: ('cleanup', State.PRIMARY_STATE_INACTIVE,
                                     State.PRIMARY_STATE_UNCONFIGURED),
+    Transition.TRANSITION_UNCONFIGURED_SHUTDOWN: ('shutdown',
+                                                  State.PRIMARY_STATE_UNCONFIGURED,
+                                                  State.PRIMARY_STATE_FINALIZED),
 }
+LABELS = {State.PRIMARY_STATE_UNCONFIGURED: 'unconfigured',
+          State.PRIMARY_STATE_INACTIVE: 'inactive', State.PRIMARY_STATE_ACTIVE: 'active',
+          State.PRIMARY_STATE_FINALIZED: 'finalized'}
+COMMANDS = {ManageNodes.Request.STARTUP: 'startup', ManageNodes.Request.PAUSE: 'pause',
+            ManageNodes.Request.RESUME: 'resume', ManageNodes.Request.RESET: 'reset',
+            ManageNodes.Request.SHUTDOWN: 'shutdown'}
+MAX_RETRY_DELAY_S = 30.0
+
+
+@dataclass
+class _Tracked:
+    """What the manager knows of one node."""
+
+    state: int = 0
+    responsive: bool = False
+    misses: int = 0
+    last_answer: float = 0.0
+    recoveries: int = 0
+    was_active: bool = False       # reached active once: later returns are recoveries
+    lost: bool = False             # reported lost since it last was active
+    failures: int = 0              # failed bring-up attempts in a row
+    next_attempt: float = 0.0
 
 
 class LifecycleManager(Node):
@@ -54,24 +98,55 @@ class LifecycleManager(Node):
         self._declare('autostart', True, 'Configure and activate all nodes at start-up',
                       ParameterType.PARAMETER_BOOL)
         self._declare('service_wait_s', 60.0,
-                      "How long to wait for a node's lifecycle services at start-up",
-                      ParameterType.PARAMETER_DOUBLE)
+                      "How long start-up waits for a node's lifecycle services before it "
+                      'leaves that node to the heartbeat', ParameterType.PARAMETER_DOUBLE,
+                      (0.0, 3600.0))
         self._declare('transition_timeout_s', 120.0,
                       'How long one transition (e.g. configure) may take',
-                      ParameterType.PARAMETER_DOUBLE)
+                      ParameterType.PARAMETER_DOUBLE, (0.1, 3600.0))
         self._declare('shutdown_timeout_s', 3.0,
-                      'Time budget of the whole reverse shutdown (under ros2 launch\'s '
-                      '5 s SIGINT-to-SIGTERM escalation)', ParameterType.PARAMETER_DOUBLE)
+                      "Time budget of the whole reverse shutdown (under ros2 launch's "
+                      '5 s SIGINT-to-SIGTERM escalation)', ParameterType.PARAMETER_DOUBLE,
+                      (0.1, 600.0))
+        self._declare('heartbeat_period_s', 1.0, 'How often every node is asked its state',
+                      ParameterType.PARAMETER_DOUBLE, (0.1, 60.0))
+        self._declare('heartbeat_timeout_s', 2.0, 'How long a node has to answer',
+                      ParameterType.PARAMETER_DOUBLE, (0.05, 60.0))
+        self._declare('heartbeat_misses', 3,
+                      'Unanswered heartbeats in a row after which a node is reported lost',
+                      ParameterType.PARAMETER_INTEGER, (1, 1000))
+        self._declare('recover', True,
+                      'Bring a node that came back (respawned, or answering again) back to '
+                      'active', ParameterType.PARAMETER_BOOL)
         self.names = list(self.get_parameter('node_names').value)
+        if len(set(self.names)) != len(self.names) or not all(self.names):
+            raise ValueError(f'node_names must be distinct non-empty names, got {self.names}')
         group = ReentrantCallbackGroup()
         self.change = {n: self.create_client(ChangeState, f'{n}/change_state',
                                              callback_group=group) for n in self.names}
         self.get = {n: self.create_client(GetState, f'{n}/get_state', callback_group=group)
                     for n in self.names}
+        self.nodes = {name: _Tracked() for name in self.names}
+        self.mode = 'starting'
+        self.commands: queue.SimpleQueue = queue.SimpleQueue()
+        self.status_pub = self.create_publisher(GraphStatus, '~/graph_status', QOS_LATCHED)
+        self.create_service(ManageNodes, '~/manage_nodes', self._on_manage,
+                            callback_group=group)
+        self._published = None
+        self._last_publish = 0.0
 
-    def _declare(self, name, default, description, param_type) -> None:
-        self.declare_parameter(name, default, ParameterDescriptor(
-            name=name, type=param_type, description=description))
+    def _declare(self, name, default, description, param_type, limits=None) -> None:
+        descriptor = ParameterDescriptor(name=name, type=param_type, description=description)
+        if limits and param_type == ParameterType.PARAMETER_INTEGER:
+            descriptor.integer_range = [IntegerRange(from_value=limits[0],
+                                                     to_value=limits[1], step=1)]
+        elif limits:
+            descriptor.floating_point_range = [FloatingPointRange(
+                from_value=limits[0], to_value=limits[1], step=0.0)]
+        self.declare_parameter(name, default, descriptor)
+
+    def value(self, name: str):
+        return self.get_parameter(name).value
 
     # ------------------------------------------------------------------- calls
     def _call(self, client, request, timeout_s: float, interruptible: bool = True):
@@ -93,21 +168,15 @@ class LifecycleManager(Node):
         return future.result()
 
     def interrupt(self) -> None:
-        """A stop request: wake the start-up sequence wherever it waits."""
+        """A stop request: wake the supervisor wherever it waits."""
         self.stop.set()
         with self._lock:
             for event in self._pending:
                 event.set()
 
-    def _wait_services(self, name: str, timeout_s: float) -> bool:
-        # rclpy has no discovery event; Client.wait_for_service re-checks in short sleeps.
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not self.stop.is_set():
-            if self.change[name].wait_for_service(0.5) and self.get[name].service_is_ready():
-                return True
-        return self.change[name].service_is_ready() and self.get[name].service_is_ready()
-
     def state_of(self, name: str, timeout_s: float, interruptible: bool = True) -> int | None:
+        if not self.get[name].service_is_ready():
+            return None
         response = self._call(self.get[name], GetState.Request(), timeout_s, interruptible)
         return None if response is None else response.current_state.id
 
@@ -116,12 +185,13 @@ class LifecycleManager(Node):
         label, before, after = STEPS[transition]
         state = self.state_of(name, min(timeout_s, 10.0), interruptible)
         if state is None:
-            self.get_logger().error(f'{name}: no answer from {name}/get_state')
+            self.get_logger().error(f'{name}: cannot {label}: no answer from {name}/get_state')
             return False
         if state == after:
             return True   # already there (e.g. started by hand)
         if state != before:
-            self.get_logger().error(f'{name}: cannot {label} from state id {state}')
+            self.get_logger().error(f'{name}: cannot {label} from state '
+                                    f'{LABELS.get(state, state)}')
             return False
         self.get_logger().info(f'{name}: {label} ...')
         started = time.monotonic()
@@ -133,63 +203,254 @@ class LifecycleManager(Node):
         if not response.success:
             self.get_logger().error(f'{name}: {label} failed (see the log of {name})')
             return False
+        with self._lock:
+            self.nodes[name].state = after
         self.get_logger().info(f'{name}: {label} done ({time.monotonic() - started:.1f} s)')
         return True
 
-    # ----------------------------------------------------------------- sequences
+    def bring_up(self, name: str, timeout_s: float) -> bool:
+        """Configure (if needed) and activate one node."""
+        state = self.state_of(name, min(timeout_s, 10.0))
+        if state == State.PRIMARY_STATE_UNCONFIGURED and \
+                not self.transition(name, Transition.TRANSITION_CONFIGURE, timeout_s):
+            return False
+        return self.transition(name, Transition.TRANSITION_ACTIVATE, timeout_s)
+
+    # ------------------------------------------------------------------ commands
     def startup(self) -> bool:
-        wait_s = self.get_parameter('service_wait_s').value
-        timeout_s = self.get_parameter('transition_timeout_s').value
+        wait_s = self.value('service_wait_s')
+        timeout_s = self.value('transition_timeout_s')
+        self.mode = 'starting'
         self.get_logger().info(f'starting {len(self.names)} nodes: {", ".join(self.names)}')
-        for name in self.names:
-            if not self._wait_services(name, wait_s):
-                if not self.stop.is_set():
-                    self.get_logger().error(f'{name}: lifecycle services not found within '
-                                            f'{wait_s:g} s (is the node running?)')
-                return False
+        deadline = time.monotonic() + wait_s
+        missing = list(self.names)
+        while missing and time.monotonic() < deadline and not self.stop.is_set():
+            missing = [n for n in missing if not (self.change[n].service_is_ready()
+                                                  and self.get[n].service_is_ready())]
+            if missing:
+                self.stop.wait(0.2)
+        if missing and not self.stop.is_set():
+            self.get_logger().error(f'lifecycle services of {", ".join(missing)} not found '
+                                    f'within {wait_s:g} s; they are brought up when they '
+                                    'appear')
+        ok = not missing
         for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
             for name in self.names:
-                if self.stop.is_set() or not self.transition(name, transition, timeout_s):
-                    return False
-        self.get_logger().info(f'all {len(self.names)} nodes are active')
-        return True
+                if name in missing or self.stop.is_set():
+                    continue
+                if not self.transition(name, transition, timeout_s):
+                    ok = False
+                    missing.append(name)   # the heartbeat retries it
+        self.mode = 'active'
+        for name in self.names:
+            if name not in missing:
+                with self._lock:
+                    self.nodes[name].was_active = True
+        if ok:
+            self.get_logger().info(f'all {len(self.names)} nodes are active')
+        return ok
 
-    def shutdown(self) -> None:
-        """Deactivate and clean up in reverse order within ``shutdown_timeout_s`` in all."""
-        deadline = time.monotonic() + self.get_parameter('shutdown_timeout_s').value
-        self.get_logger().info('shutting down the managed nodes in reverse order')
+    def take_down(self, transitions: list[int], budget_s: float,
+                  interruptible: bool = False) -> bool:
+        """The given transitions for every node, in reverse order, within the budget."""
+        deadline = time.monotonic() + budget_s
+        ok = True
         for name in reversed(self.names):
             left = deadline - time.monotonic()
             if left <= 0.05:
-                self.get_logger().warning(f'shutdown budget used up before {name}')
-                break
-            if not self.get[name].service_is_ready():
-                self.get_logger().info(f'{name}: already gone')
-                continue
-            state = self.state_of(name, min(left, 0.5), interruptible=False)
+                self.get_logger().warning(f'time budget used up before {name}')
+                return False
+            state = self.state_of(name, min(left, 0.5), interruptible)
             if state is None:
-                self.get_logger().info(f'{name}: no answer (already stopping)')
+                self.get_logger().info(f'{name}: no answer (gone or stopping)')
                 continue
-            for transition, when in ((Transition.TRANSITION_DEACTIVATE,
-                                      State.PRIMARY_STATE_ACTIVE),
-                                     (Transition.TRANSITION_CLEANUP,
-                                      State.PRIMARY_STATE_INACTIVE)):
+            for transition in transitions:
+                label, before, after = STEPS[transition]
                 left = deadline - time.monotonic()
-                if state != when or left <= 0.05:
+                if state != before or left <= 0.05:
                     continue
-                if not self.transition(name, transition, left, interruptible=False):
+                if not self.transition(name, transition, left, interruptible):
+                    ok = False
                     break
-                state = STEPS[transition][2]
+                state = after
+        return ok
+
+    def shutdown(self) -> None:
+        """Deactivate and clean up in reverse order within ``shutdown_timeout_s`` in all."""
+        self.mode = 'stopped'
+        self.get_logger().info('shutting down the managed nodes in reverse order')
+        self.take_down([Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP],
+                       self.value('shutdown_timeout_s'))
         self.get_logger().info('shutdown of the managed nodes done')
+
+    def execute(self, command: int) -> tuple[bool, str]:
+        """Run a ManageNodes command (in the supervisor thread)."""
+        timeout = self.value('transition_timeout_s')
+        name = COMMANDS[command]
+        if command == ManageNodes.Request.STARTUP:
+            ok = self.startup()
+        elif command == ManageNodes.Request.PAUSE:
+            self.mode = 'paused'
+            ok = self.take_down([Transition.TRANSITION_DEACTIVATE], timeout * len(self.names),
+                                interruptible=True)
+        elif command == ManageNodes.Request.RESUME:
+            self.mode = 'active'
+            ok = all(self.transition(n, Transition.TRANSITION_ACTIVATE, timeout)
+                     for n in self.names)
+        elif command == ManageNodes.Request.RESET:
+            self.mode = 'stopped'
+            ok = self.take_down([Transition.TRANSITION_DEACTIVATE,
+                                 Transition.TRANSITION_CLEANUP], timeout * len(self.names),
+                                interruptible=True)
+        else:
+            self.mode = 'stopped'
+            ok = self.take_down([Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP,
+                                 Transition.TRANSITION_UNCONFIGURED_SHUTDOWN],
+                                timeout * len(self.names), interruptible=True)
+        message = f'{name}: ' + ('done' if ok else 'not every node followed (see the log)')
+        self.get_logger().info(message)
+        return ok, message
+
+    def _on_manage(self, request: ManageNodes.Request, response: ManageNodes.Response):
+        if request.command not in COMMANDS:
+            response.success = False
+            response.message = (f'unknown command {request.command}; commands: ' +
+                                ', '.join(f'{k} {v}' for k, v in COMMANDS.items()))
+            return response
+        answer: Future = Future()
+        self.commands.put((request.command, answer))
+        done = threading.Event()
+        answer.add_done_callback(lambda _: done.set())
+        timeout = self.value('transition_timeout_s') * (2 * len(self.names) + 1)
+        if not done.wait(timeout):
+            response.success, response.message = False, 'no answer in time (still working)'
+            return response
+        response.success, response.message = answer.result()
+        return response
+
+    # ----------------------------------------------------------------- heartbeat
+    def heartbeat(self) -> None:
+        """Ask every node its state; note who answers; bring back who came back."""
+        timeout = self.value('heartbeat_timeout_s')
+        answers = {}
+        waiting = {}
+        for name in self.names:
+            if self.get[name].service_is_ready():
+                event = threading.Event()
+                future = self.get[name].call_async(GetState.Request())
+                future.add_done_callback(lambda _, e=event: e.set())
+                waiting[name] = (future, event)
+        deadline = time.monotonic() + timeout
+        for name, (future, event) in waiting.items():
+            event.wait(max(0.0, deadline - time.monotonic()))
+            if future.done() and future.result() is not None:
+                answers[name] = future.result().current_state.id
+            else:
+                self.get[name].remove_pending_request(future)
+        now = time.monotonic()
+        for name in self.names:
+            self._note(name, answers.get(name), now)
+
+    def _note(self, name: str, state: int | None, now: float) -> None:
+        node = self.nodes[name]
+        if state is None:
+            node.misses += 1
+            if node.responsive and node.misses >= self.value('heartbeat_misses'):
+                node.responsive = False
+                node.lost = True
+                self.get_logger().warning(
+                    f'{name}: no answer to {node.misses} heartbeats (died or hangs); it is '
+                    'brought back when it answers again')
+            return
+        if not node.responsive and node.lost:
+            self.get_logger().info(f'{name}: answers again ({LABELS.get(state, state)})')
+        node.responsive, node.misses, node.last_answer, node.state = True, 0, now, state
+        if state == State.PRIMARY_STATE_ACTIVE:
+            if node.lost and node.was_active:
+                node.recoveries += 1
+            node.lost, node.failures, node.was_active = False, 0, True
+            return
+        if node.was_active:
+            node.lost = True    # it left active (a respawned process starts unconfigured)
+        if self.mode != 'active' or not self.value('recover'):
+            return
+        if state not in (State.PRIMARY_STATE_UNCONFIGURED, State.PRIMARY_STATE_INACTIVE):
+            if state == State.PRIMARY_STATE_FINALIZED and node.failures == 0:
+                node.failures = 1
+                self.get_logger().error(f'{name} is finalized; only a new process of it can '
+                                        'be brought back')
+            return
+        if now < node.next_attempt:
+            return
+        self.get_logger().warning(f'{name} is {LABELS[state]}: bringing it back to active')
+        if self.bring_up(name, self.value('transition_timeout_s')):
+            node.state = State.PRIMARY_STATE_ACTIVE
+            if node.was_active:
+                node.recoveries += 1
+            node.lost, node.failures, node.was_active = False, 0, True
+            self.get_logger().info(f'{name}: back to active (recovery {node.recoveries})')
+        else:
+            node.failures += 1
+            delay = min(MAX_RETRY_DELAY_S, 2.0 ** node.failures)
+            node.next_attempt = time.monotonic() + delay
+            self.get_logger().warning(f'{name}: bringing it back failed ({node.failures} in a '
+                                      f'row); next attempt in {delay:g} s')
+
+    def publish_status(self, force: bool = False) -> None:
+        now = time.monotonic()
+        entries = []
+        for name in self.names:
+            node = self.nodes[name]
+            entries.append(NodeStatus(
+                name=name, state=node.state if node.responsive else 0,
+                state_label=LABELS.get(node.state, 'unknown') if node.responsive else 'unknown',
+                responsive=node.responsive, recoveries=node.recoveries,
+                silent_s=float(now - node.last_answer) if node.last_answer else -1.0))
+        all_active = self.mode == 'active' and all(
+            e.responsive and e.state == State.PRIMARY_STATE_ACTIVE for e in entries)
+        mode = 'recovering' if self.mode == 'active' and not all_active else self.mode
+        key = (mode, all_active, tuple((e.state, e.responsive, e.recoveries) for e in entries))
+        if not force and key == self._published and now - self._last_publish < 5.0:
+            return
+        msg = GraphStatus(all_active=all_active, mode=mode, nodes=entries)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.status_pub.publish(msg)
+        self._published, self._last_publish = key, now
+
+    # ---------------------------------------------------------------- supervisor
+    def supervise(self) -> None:
+        if self.value('autostart'):
+            self.startup()
+        else:
+            self.mode = 'stopped'
+            self.get_logger().info('autostart is off: waiting for a manage_nodes command')
+        self.publish_status(force=True)
+        period = self.value('heartbeat_period_s')
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                command, answer = self.commands.get_nowait()
+            except queue.Empty:
+                pass
+            else:
+                answer.set_result(self.execute(command))
+            self.heartbeat()
+            self.publish_status()
+            self.stop.wait(max(0.0, period - (time.monotonic() - started)))
 
 
 def main(args=None) -> int:
     # The reverse shutdown needs a live ROS context, so SIGINT/SIGTERM do not go to
     # rclpy: a Python handler turns them into a stop request. The main thread spins
-    # (in short waits, so that the handler runs promptly); start-up and shutdown run
-    # in a supervisor thread.
+    # (in short waits, so that the handler runs promptly); the supervisor thread starts
+    # the nodes, keeps them up and takes them down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = LifecycleManager(threading.Event())
+    try:
+        node = LifecycleManager(threading.Event())
+    except Exception as error:  # noqa: BLE001 - a bad parameter is a clear message
+        print(f'lifecycle_manager cannot start: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return leave(1)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: node.interrupt())
     executor = MultiThreadedExecutor(num_threads=4)
@@ -197,15 +458,11 @@ def main(args=None) -> int:
     done = Future()
 
     def supervise() -> None:
-        code = 0
-        if node.get_parameter('autostart').value and not node.startup() \
-                and not node.stop.is_set():
-            node.get_logger().error('start-up failed; undoing it')
-            code = 1
-            node.interrupt()
-        node.stop.wait()
-        node.shutdown()
-        done.set_result(code)
+        try:
+            node.supervise()
+        finally:
+            node.shutdown()
+            done.set_result(0)
 
     supervisor = threading.Thread(target=supervise)
     supervisor.start()

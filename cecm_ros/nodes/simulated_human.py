@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 
-import numpy as np
 from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
@@ -23,6 +22,7 @@ from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
+from cecm_ros.core.partners import partner_seed
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest
 from cecm_ros.nodes import conversions as conv
@@ -52,13 +52,15 @@ class SimulatedHumanNode(CecmNode):
                      ParameterType.PARAMETER_STRING_ARRAY)
         self.declare('forgo_probability', 0.0,
                      'Chance per task that the partner declines one capability its optimal '
-                     'plan would use (a not quite optimal partner)')
-        self.declare('seed', 0, 'Seed of the forgo choices (one draw per task)')
+                     'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
+        self.declare('seed', 0, 'Seed of the forgo choices (with the task id)', low=0,
+                     high=2**31 - 1)
         self.declare('answer_intents', True,
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
-        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds')
-        self.declare('planner_workers', 1, 'Planner worker processes')
+        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
+                     low=0.1, high=3600.0)
+        self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
         self.planner: JointPlanner | None = None
         self.human: CoreHuman | None = None
         self.task = None
@@ -72,8 +74,6 @@ class SimulatedHumanNode(CecmNode):
                                     workers=self.param('planner_workers'))
         self.forgo = self.param('forgo_probability')
         self.answers = self.param('answer_intents')
-        # As in `cecm experiment`: one partner per task, seeded from (seed, 7).
-        self.partner_rng = np.random.default_rng([self.param('seed'), 7])
         self.human = CoreHuman(self.planner, self.truth, self.forgo)
         self.task = None
         # Tasks and intents are handled one at a time, in arrival order.
@@ -99,6 +99,12 @@ class SimulatedHumanNode(CecmNode):
         self.get_logger().info(f'partner {spec!r}: lacks '
                                f'{self.model.catalog.describe_missing(self.truth)}')
 
+    def activate(self) -> None:
+        """Its skill servers must be there before it takes part in tasks."""
+        self.wait_for_peers([(f'{self.param("human_skill_namespace").rstrip("/")}/{kind}',
+                              client.server_is_ready)
+                             for kind, client in self.skill_clients.items()], 30.0)
+
     # ------------------------------------------------------------------- tasks
     def _on_task(self, msg: TaskRequest) -> None:
         if not self.active:
@@ -111,8 +117,9 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring task request: {error}')
             return
         self.task = task
+        # As in `cecm experiment`: one partner per task, seeded by seed and task id.
         self.human = CoreHuman(self.planner, self.truth, self.forgo,
-                               seed=int(self.partner_rng.integers(2**32)))
+                               seed=partner_seed(self.param('seed'), task.task_id))
         try:
             plan = self.human.begin_task(task)
         except CecmError as error:

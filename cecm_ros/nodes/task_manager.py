@@ -8,6 +8,17 @@ estimate's Hamming distance to the partner's TRUE capabilities (parameter
 ``partner``, used only for these metrics), corrections per robot decision, plan
 overlap (robot's first plan vs the partner's plan) and infeasible actions assigned.
 At the end it writes ``summary_path`` in the format of ``cecm experiment``.
+
+Sessions survive faults. Each has an id (``session_id``, by default derived from the
+partner and the seed), and every outcome sent to the estimator carries it with the
+task's position, so that the estimator never counts a task twice. When a task fails
+while the lifecycle manager reports a node lost or brought back
+(``lifecycle_manager/graph_status``), the task counts as interrupted: once every node is
+active again it is run again from its start state (at most ``task_attempts`` times).
+A task that fails otherwise is reported as failed and the session goes on. A journal
+(``journal_dir``) records what the session did, so that a task manager that is itself
+restarted resumes the session where it stopped; without a journal it asks the
+estimator which of the session's tasks it has applied.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -34,23 +46,32 @@ from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.planner import JointPlan as CorePlan
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import (
+    SessionJournal,
     estimate_distance,
     load_tasks,
     session_summary,
     session_task_result,
 )
 from cecm_ros.core.tasks import TaskSequence, heldout_seed
-from cecm_ros.msg import CapabilityBelief, JointPlan, TaskOutcome, TaskRequest, TeamState
+from cecm_ros.msg import (
+    CapabilityBelief,
+    GraphStatus,
+    JointPlan,
+    TaskOutcome,
+    TaskRequest,
+    TeamState,
+)
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
+    GoalRejectedError,
     SafeActionClient,
     StopRequestedError,
     run_node,
 )
-from cecm_ros.srv import RankTasks, ResetWorld, StartTasks
+from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
 
 ESTIMATOR_PARAMETERS = ('method', 'seed', *NODE_PARAMETERS)
 
@@ -63,27 +84,41 @@ class TaskManager(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('task_manager', **kwargs)
         self.declare_model_parameters()
-        self.declare('num_tasks', 5, 'Tasks in a session (ignored with tasks_file)')
-        self.declare('seed', 0, 'Seed of the core TaskGenerator')
+        self.declare('num_tasks', 5, 'Tasks in a session (ignored with tasks_file)',
+                     low=1, high=100_000)
+        self.declare('seed', 0, 'Seed of the core TaskGenerator', low=0, high=2**31 - 1)
         self.declare('tasks_file', '',
                      "YAML file with the tasks to run instead of generated ones ('' = generate)")
         self.declare('partner', 'low_capability',
                      "The simulated partner's TRUE type or vector; used ONLY to evaluate "
                      'and report metrics')
         self.declare('partner_id', 'partner', 'Identifier of the partner put in TaskRequests')
+        self.declare('session_id', '',
+                     "Identifier of the session ('' = derived from partner_id and seed): a "
+                     'restarted task manager resumes an unfinished session of that id, a '
+                     'finished one is followed by <id>-2, <id>-3, ...')
+        self.declare('journal_dir', '',
+                     "Folder of the session journals ('~' is expanded; '' = none: a restarted "
+                     'task manager then resumes from what the estimator has applied)')
         self.declare('task_choice', 'given',
                      "'given': run the tasks in their order; 'informative': run the most "
                      'informative of task_candidates candidates each time (asks '
-                     'rank_service)')
+                     'rank_service)', choices=TASK_CHOICES)
         self.declare('task_candidates', 5,
                      'Candidates per choice with informative task choice (generated: the '
                      'next task and more from a second generator; tasks_file: the next '
-                     'remaining tasks of the file)')
+                     'remaining tasks of the file)', low=1, high=100)
         self.declare('rank_service', 'capability_estimator/rank_tasks',
                      'RankTasks service that scores candidate tasks')
+        self.declare('progress_service', 'capability_estimator/session_progress',
+                     "SessionProgress service: which of a session's tasks are applied")
+        self.declare('graph_status_topic', 'lifecycle_manager/graph_status',
+                     "The lifecycle manager's GraphStatus ('' = no manager: every failed task "
+                     'counts as failed)')
         self.declare('heldout_tasks', 40,
                      'Held-out tasks on which the plan under each new estimate is compared '
-                     'with the plan under the TRUE capabilities (metrics only; 0 = off)')
+                     'with the plan under the TRUE capabilities (metrics only; 0 = off)',
+                     low=0, high=1000)
         self.declare('autostart_tasks', True,
                      'Start a session as soon as the node is active (else call ~/start)')
         self.declare('exit_when_done', False,
@@ -102,11 +137,24 @@ class TaskManager(CecmNode):
         self.declare('wait_for_partner_plan', True,
                      'Before running a task, wait for the partner plan on human/joint_plan '
                      '(simulated partners publish one)')
-        self.declare('server_wait_s', 30.0, 'How long to wait for services and action servers')
-        self.declare('task_timeout_s', 600.0, 'How long one RunTask may take')
-        self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take')
+        self.declare('server_wait_s', 30.0, 'How long to wait for services and action servers',
+                     low=0.0, high=3600.0)
+        self.declare('task_timeout_s', 600.0, 'How long one RunTask may take', low=1.0,
+                     high=86_400.0)
+        self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take',
+                     low=1.0, high=86_400.0)
         self.declare('message_timeout_s', 30.0,
-                     'How long to wait for a belief, partner plan or team state message')
+                     'How long to wait for a belief, partner plan or team state message',
+                     low=0.1, high=3600.0)
+        self.declare('task_attempts', 3,
+                     'Runs of one task when it is interrupted by a lost node', low=1, high=100)
+        self.declare('recovery_timeout_s', 300.0,
+                     'How long to wait for the graph to be active again after an interruption',
+                     low=1.0, high=86_400.0)
+        self.declare('disturbance_grace_s', 6.0,
+                     'After a failed task, how long to wait for the lifecycle manager to '
+                     'report a lost node before calling the failure genuine', low=0.0,
+                     high=600.0)
         self.running = False
         self.sessions = 0
         self.belief: CapabilityBelief | None = None
@@ -115,6 +163,11 @@ class TaskManager(CecmNode):
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
         self.start_timer = None
+        self.graph: GraphStatus | None = None
+        self.journals: dict[str, SessionJournal] = {}   # in memory when no journal_dir
+        self.failed: list[dict] = []
+        self.interruptions: list[dict] = []
+        self.session_id = ''
         # A running session blocks one executor thread for its whole length.
         self.session_group = MutuallyExclusiveCallbackGroup()
 
@@ -127,15 +180,13 @@ class TaskManager(CecmNode):
         tasks_file = self.param('tasks_file')
         self.file_tasks = load_tasks(self.model, tasks_file) if tasks_file else None
         self.task_choice = self.param('task_choice')
-        if self.task_choice not in TASK_CHOICES:
-            raise ValueError(f"task_choice must be one of {', '.join(TASK_CHOICES)}, got "
-                             f'{self.task_choice!r}')
         self.candidates = self.param('task_candidates')
-        if self.candidates < 1:
-            raise ValueError(f'task_candidates must be at least 1, got {self.candidates}')
         self.pool = None   # the held-out pool, built on first use (it plans)
         self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
                                               callback_group=self.group)
+        self.progress_client = self.create_client(SessionProgress,
+                                                  self.param('progress_service'),
+                                                  callback_group=self.group)
         self.reset_client = self.create_client(ResetWorld, self.param('reset_service'),
                                                callback_group=self.group)
         self.run_client = SafeActionClient(self, RunTask, self.param('run_task_action'),
@@ -146,8 +197,8 @@ class TaskManager(CecmNode):
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
         self._entities = [
-            self.rank_client, self.reset_client, self.run_client, self.estimate_client,
-            self.request_pub,
+            self.rank_client, self.progress_client, self.reset_client, self.run_client,
+            self.estimate_client, self.request_pub,
             self.create_subscription(CapabilityBelief, 'capability_belief',
                                      self.guarded(self._on_belief, 'capability_belief'),
                                      QOS_LATCHED, callback_group=self.group),
@@ -164,6 +215,11 @@ class TaskManager(CecmNode):
                                 self.guarded_service(self._on_start, 'start'),
                                 callback_group=self.group),
         ]
+        if self.param('graph_status_topic'):
+            self._entities.append(self.create_subscription(
+                GraphStatus, self.param('graph_status_topic'),
+                self.guarded(self._on_graph_status, 'graph_status'), QOS_LATCHED,
+                callback_group=self.group))
         source = (f'{len(self.file_tasks)} tasks from {tasks_file}' if self.file_tasks
                   else f'{self.param("num_tasks")} generated tasks (seed {self.param("seed")})')
         self.get_logger().info(f'{source}; partner {self.partner!r} lacks '
@@ -171,6 +227,14 @@ class TaskManager(CecmNode):
                                'only)')
 
     def activate(self) -> None:
+        """The peers a session needs must be there before one starts."""
+        peers = [(self.param('reset_service'), self.reset_client.service_is_ready),
+                 (self.param('run_task_action'), self.run_client.server_is_ready),
+                 (self.param('estimate_action'), self.estimate_client.server_is_ready),
+                 (self.param('progress_service'), self.progress_client.service_is_ready)]
+        if self.task_choice == 'informative':
+            peers.append((self.param('rank_service'), self.rank_client.service_is_ready))
+        self.wait_for_peers(peers, self.param('server_wait_s'))
         if self.param('autostart_tasks'):
             self._schedule(0)
 
@@ -206,6 +270,11 @@ class TaskManager(CecmNode):
             self.human_plans[msg.task_id] = msg
         self.notify()
 
+    def _on_graph_status(self, msg: GraphStatus) -> None:
+        with self.locked():
+            self.graph = msg
+        self.notify()
+
     # ------------------------------------------------------------------ sessions
     def _on_start(self, request: StartTasks.Request, response: StartTasks.Response):
         if not self.active:
@@ -238,24 +307,63 @@ class TaskManager(CecmNode):
             self.destroy_timer(self.start_timer)
             self.start_timer = None
 
-    def _session_tasks(self, num_tasks: int) -> TaskSequence:
-        self.sessions += 1
+    def _open_session(self, num_tasks: int) -> tuple[str, int, SessionJournal, list[str]]:
+        """The session to run: the first of <id>, <id>-2, ... that has not finished,
+        its journal and the task ids the estimator has applied of it."""
+        tasks_file = self.param('tasks_file')
+        base = self.param('session_id') or (
+            f'{self.partner_id}-seed{self.param("seed")}'
+            + (f'-{Path(tasks_file).stem}' if tasks_file else ''))
+        planned = len(self.file_tasks) if self.file_tasks else num_tasks
+        for ordinal in range(1, 10_000):
+            session_id = base if ordinal == 1 else f'{base}-{ordinal}'
+            journal = self._journal(session_id)
+            applied = self._applied(session_id)
+            if not journal.finished and (journal.events or len(applied) < planned):
+                return session_id, ordinal, journal, applied
+        raise SessionError(f'every session {base}-N is finished; give another session_id')
+
+    def _journal(self, session_id: str) -> SessionJournal:
+        directory = self.param('journal_dir').strip()
+        if not directory:
+            return self.journals.setdefault(session_id, SessionJournal())
+        safe = ''.join(ch if ch.isalnum() or ch in '-_.' else '_' for ch in session_id)
+        return SessionJournal(Path(directory).expanduser() / f'{safe}.jsonl')
+
+    def _applied(self, session_id: str) -> list[str]:
+        response = self.call_service(self.progress_client,
+                                     SessionProgress.Request(session_id=session_id),
+                                     f'session {session_id}: progress',
+                                     self.param('server_wait_s'), 30.0)
+        if not response.success:
+            raise SessionError(f'session {session_id}: {response.message}')
+        return list(response.task_ids)
+
+    def _session_tasks(self, num_tasks: int, ordinal: int) -> TaskSequence:
         candidates = self.candidates if self.task_choice == 'informative' else 1
         seed = self.param('seed')
         if self.file_tasks is None:
-            # A second session continues where the first stopped (new tasks, new ids).
-            seed += (self.sessions - 1) * 1_000_003
-            return TaskSequence(self.model, seed, count=num_tasks or self.param('num_tasks'),
-                                candidates=candidates)
+            # A later session continues with new tasks (new ids) of the same seed.
+            return TaskSequence(self.model, seed + (ordinal - 1) * 1_000_003,
+                                count=num_tasks, candidates=candidates)
         tasks = list(self.file_tasks)
-        if self.sessions > 1:
+        if ordinal > 1:
             # Task ids must not repeat: the partner and executor key their state on them.
-            tasks = [Task(f'{t.task_id}-r{self.sessions}', t.initial, t.goal) for t in tasks]
+            tasks = [Task(f'{t.task_id}-r{ordinal}', t.initial, t.goal) for t in tasks]
         return TaskSequence(self.model, seed, tasks=tasks, candidates=candidates)
 
-    def _next_task(self, tasks: TaskSequence, label: str) -> tuple[Task, int, float]:
-        """The next task: the given one, or the most informative candidate."""
+    def _next_task(self, tasks: TaskSequence, label: str,
+                   known: str | None) -> tuple[Task, int, float]:
+        """The next task: the one the session chose before (``known``), the given one,
+        or the most informative candidate."""
         candidates = tasks.offer()
+        if known is not None:
+            ids = [t.task_id for t in candidates]
+            if known not in ids:
+                raise SessionError(f'{label}: this session ran {known!r} here, which is not '
+                                   f'among the candidates {ids}; it cannot be resumed with '
+                                   'these parameters (give another session_id)')
+            return tasks.take(ids.index(known)), len(candidates), 0.0
         if len(candidates) == 1:
             return tasks.take(0), 1, 0.0
         request = RankTasks.Request(candidates=[conv.task_msg(t, self.partner_id)
@@ -275,17 +383,42 @@ class TaskManager(CecmNode):
     def _session(self, num_tasks: int) -> None:
         started = time.perf_counter()
         results, error, estimator = [], '', None
+        self.failed, self.interruptions = [], []
+        self.session_id = ''
         try:
-            tasks = self._session_tasks(num_tasks)
+            count = num_tasks or self.param('num_tasks')
+            self.session_id, ordinal, journal, applied = self._open_session(count)
+            tasks = self._session_tasks(count, ordinal)
+            resumed = sum(journal.result(i) is not None for i in range(len(tasks)))
+            if resumed or applied:
+                self.get_logger().info(
+                    f'resuming session {self.session_id!r}: {resumed} tasks finished before, '
+                    f'{len(applied)} applied to the belief')
+            else:
+                self.get_logger().info(f'session {self.session_id!r}: {len(tasks)} tasks')
             estimator = self._estimator_settings()
             prior = self._wait_belief(0, 'the initial belief')
             self._report_prior(prior, len(tasks))
             for index in range(len(tasks)):
                 label = f'[task {index + 1}/{len(tasks)}]'
-                task, offered, information = self._next_task(tasks, label)
-                result = self._run_task(index, len(tasks), task)
-                result.candidates, result.information = offered, round(information, 4)
-                results.append(result)
+                done = journal.result(index)
+                known = journal.chosen(index) or (applied[index] if index < len(applied)
+                                                  else None)
+                task, offered, information = self._next_task(tasks, label, known)
+                if done is not None:
+                    results.append(done)
+                    continue
+                if journal.started_unfinished(index):
+                    self._interrupted(journal, index, task, 1,
+                                      'the task manager stopped during it')
+                journal.append('started', index=index, task_id=task.task_id,
+                               candidates=offered, information=information)
+                result = self._run_with_retries(journal, index, len(tasks), task)
+                if result is not None:
+                    result.candidates, result.information = offered, round(information, 4)
+                    journal.append('done', index=index, result=asdict(result))
+                    results.append(result)
+            journal.append('finished')
         except StopRequestedError as stopped:
             if self.stopping.is_set():
                 return   # the process is ending
@@ -305,7 +438,9 @@ class TaskManager(CecmNode):
             self.get_logger().info(
                 f'session done: {len(results)} tasks in {wall:.1f} s; hamming '
                 f'{self.prior_hamming[0]:.2f} (prior) -> {last.hamming:.2f}, correction '
-                f'ratio {first.correction_ratio:.2f} (task 1) -> {last.correction_ratio:.2f}')
+                f'ratio {first.correction_ratio:.2f} (task 1) -> {last.correction_ratio:.2f}'
+                + (f'; {len(self.interruptions)} interruptions' if self.interruptions else '')
+                + (f'; {len(self.failed)} failed tasks' if self.failed else ''))
             with self.locked():
                 belief = self.belief
             for line in conv.report_lines(belief) if belief is not None else []:
@@ -315,6 +450,62 @@ class TaskManager(CecmNode):
             self.exit_code = 1 if error else 0
             self.get_logger().info('exit_when_done: shutting down')
             self.finished.set_result(self.exit_code)
+
+    # ------------------------------------------------------------- interruptions
+    def _recoveries(self) -> int | None:
+        with self.locked():
+            graph = self.graph
+        return None if graph is None else sum(n.recoveries for n in graph.nodes)
+
+    def _disturbed(self, before: int | None) -> bool:
+        """Whether the graph lost a node since ``before`` (recoveries then); waits up to
+        ``disturbance_grace_s`` for the lifecycle manager to notice."""
+        def lost() -> bool:
+            graph = self.graph
+            return graph is not None and (not graph.all_active or before is None
+                                          or sum(n.recoveries for n in graph.nodes) > before)
+        if not self.param('graph_status_topic'):
+            return False
+        return self.wait_until(lost, self.param('disturbance_grace_s'))
+
+    def _wait_graph_active(self, label: str) -> None:
+        timeout = self.param('recovery_timeout_s')
+        if not self.wait_until(lambda: self.graph is not None and self.graph.all_active,
+                               timeout):
+            raise SessionError(f'{label}: the node graph was not active again within '
+                               f'{timeout:g} s')
+
+    def _interrupted(self, journal: SessionJournal, index: int, task: Task, attempt: int,
+                     reason: str) -> None:
+        record = {'task_index': index, 'task_id': task.task_id, 'attempt': attempt,
+                  'reason': reason}
+        self.interruptions.append(record)
+        journal.append('interrupted', index=index, task_id=task.task_id, attempt=attempt,
+                       reason=reason)
+        self.get_logger().warning(f'[task {index + 1}] {task.task_id} interrupted ({reason}); '
+                                  'it runs again from its start once the graph is active')
+
+    def _run_with_retries(self, journal: SessionJournal, index: int, count: int, task: Task):
+        """Run a task; again from its start after an interruption; None if it failed."""
+        attempts = self.param('task_attempts')
+        label = f'[task {index + 1}/{count}] {task.task_id}'
+        for attempt in range(1, attempts + 1):
+            before = self._recoveries()
+            try:
+                return self._run_task(index, count, task)
+            except StopRequestedError:
+                raise
+            except (SessionError, CecmError, RuntimeError) as failure:
+                if attempt < attempts and self._disturbed(before):
+                    self._interrupted(journal, index, task, attempt, str(failure))
+                    self._wait_graph_active(label)
+                    continue
+                self.get_logger().error(f'{label} failed: {failure}')
+                self.failed.append({'task_index': index, 'task_id': task.task_id,
+                                    'attempts': attempt, 'reason': str(failure)})
+                journal.append('failed', index=index, task_id=task.task_id, reason=str(failure))
+                return None
+        return None
 
     def _estimator_settings(self) -> dict:
         """The estimator's (and partner's) parameters, for the summary."""
@@ -375,26 +566,27 @@ class TaskManager(CecmNode):
                 lambda: task.task_id in self.human_plans, self.param('message_timeout_s')):
             self.get_logger().warning(f'{label}: no partner plan on human/joint_plan; '
                                       'running the task anyway')
-        status, run = self.send_action_goal(
+        status, run = self._send_when_accepted(
             self.run_client, self.param('run_task_action'), RunTask.Goal(task=request),
-            f'{label}: run_task', wait_s, self.param('task_timeout_s'))
+            f'{label}: run_task', self.param('task_timeout_s'))
         if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
             raise SessionError(f'{label}: the executor did not finish the task: '
                                f'{run.message or _status_name(status)}')
         outcome = run.outcome
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
         estimate_goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
-            task_id=task.task_id, partner_id=self.partner_id,
-            goal_propositions=sorted(task.goal), trajectory=trajectory,
+            task_id=task.task_id, partner_id=self.partner_id, session_id=self.session_id,
+            task_index=index, goal_propositions=sorted(task.goal), trajectory=trajectory,
             robot_actions=outcome.robot_actions, corrections=outcome.corrections,
             goal_reached=outcome.goal_reached))
-        status, update = self.send_action_goal(
+        status, update = self._send_when_accepted(
             self.estimate_client, self.param('estimate_action'), estimate_goal,
-            f'{label}: estimate', wait_s, self.param('estimate_timeout_s'))
+            f'{label}: estimate', self.param('estimate_timeout_s'))
         if status != GoalStatus.STATUS_SUCCEEDED:
             raise SessionError(f'{label}: the belief update failed: '
                                f'{update.message or _status_name(status)}')
-        belief = self._wait_belief(seen + 1, 'the updated belief', fallback=update.belief)
+        belief = self._wait_belief(max(seen, update.belief.tasks_seen), 'the updated belief',
+                                   fallback=update.belief)
         estimate = conv.estimate_from_belief_msg(self.model.catalog, belief)
         robot_plan, human_plan = self._plans(label, task.task_id)
         result = session_task_result(
@@ -414,6 +606,20 @@ class TaskManager(CecmNode):
             f'({time.perf_counter() - started:.1f} s); estimate lacks '
             f'{self.model.catalog.describe_missing(estimate)}')
         return result
+
+    def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float):
+        """Send an action goal, again while the server rejects it for being busy (e.g.
+        still finishing a goal of a task manager that stopped), for up to server_wait_s."""
+        deadline = time.monotonic() + self.param('server_wait_s')
+        while True:
+            try:
+                return self.send_action_goal(client, name, goal, what,
+                                             self.param('server_wait_s'), timeout_s)
+            except GoalRejectedError:
+                if time.monotonic() >= deadline:
+                    raise
+                self.get_logger().info(f'{what}: {name} is busy; trying again')
+                self.wait_until(lambda: False, 1.0)
 
     def _heldout_pool(self) -> HeldoutPool | None:
         """The held-out pool of the metrics (its own planner; built on first use)."""
@@ -473,6 +679,9 @@ class TaskManager(CecmNode):
         extra = {
             'source': 'cecm_ros node graph (task_manager)',
             'partner_id': self.partner_id,
+            'session_id': self.session_id,
+            'interruptions': list(self.interruptions),
+            'failed_tasks': list(self.failed),
             'estimator_parameters': estimator,
             'prior': {'hamming': self.prior_hamming[0], 'hamming_active': self.prior_hamming[1],
                       'estimate': conv.vector_text(self.prior_estimate)}

@@ -1,0 +1,174 @@
+"""Node processes without ``ros2 launch``: started, logged, respawned, stopped.
+
+Where ``launch`` is missing (the PyPI wheels) ``cecm demo`` and the tests start the
+installed node executables themselves. Like a launch file's ``respawn=True``, a process
+that ends while the graph is running is started again with the same command after a
+short delay, and the lifecycle manager then brings the new node back to active. Each
+process runs in a session of its own, so that a Ctrl-C in the terminal reaches only the
+parent, which stops the graph in order.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+class ProcessGraph:
+    """Named processes, each logging into ``log_dir/<name>.log`` (all lives appended)."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, respawn: bool = False,
+                 respawn_delay_s: float = 1.0,
+                 report: Callable[[str], None] | None = None):
+        self.env = env
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.respawn = respawn
+        self.respawn_delay_s = respawn_delay_s
+        self.report = report or (lambda text: None)
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.commands: dict[str, tuple[list[str], bool]] = {}
+        self.respawns: dict[str, int] = {}
+        self.lines: queue.Queue = queue.Queue()   # streamed processes' lines (None: ended)
+        self._logs: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._monitor: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- starting
+    def start(self, name: str, command: list[str], stream: bool = False,
+              respawn: bool | None = None) -> None:
+        """Start ``command`` as ``name``; ``stream`` also queues its lines on ``lines``."""
+        with self._lock:
+            self.commands[name] = (list(command), stream)
+            if respawn is False:
+                self.respawns.setdefault(name, -1)   # -1: never respawned
+            else:
+                self.respawns.setdefault(name, 0)
+            self._launch(name)
+        if self.respawn and self._monitor is None:
+            self._monitor = threading.Thread(target=self._watch, daemon=True,
+                                             name='cecm-respawn')
+            self._monitor.start()
+
+    def _launch(self, name: str) -> None:
+        command, stream = self.commands[name]
+        log = self._logs.get(name)
+        if log is None:
+            log = open(self.log_dir / f'{name}.log', 'a', buffering=1)  # closed in stop()
+            self._logs[name] = log
+        process = subprocess.Popen(
+            command, env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stream else log, stderr=subprocess.STDOUT,
+            text=True, bufsize=1, start_new_session=True)
+        self.processes[name] = process
+        if stream:
+            threading.Thread(target=self._pump, args=(name, process, log),
+                             daemon=True).start()
+
+    def _respawnable(self, name: str, code: int | None) -> bool:
+        """A process that ends with an error while the graph runs comes back; one that
+        finished (exit code 0) does not."""
+        return (self.respawn and code != 0 and self.respawns.get(name, -1) >= 0
+                and not self._stopping.is_set())
+
+    def _pump(self, name: str, process: subprocess.Popen, log) -> None:
+        for line in process.stdout:
+            log.write(line)
+            self.lines.put(line.rstrip('\n'))
+        if not self._respawnable(name, process.wait()):
+            self.lines.put(None)
+
+    def _watch(self) -> None:
+        """Respawn processes that end while the graph runs (launch's respawn=True)."""
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                ended = [(n, p.returncode) for n, p in self.processes.items()
+                         if p.poll() is not None and self._respawnable(n, p.returncode)]
+            for name, code in ended:
+                if self._stopping.wait(self.respawn_delay_s):
+                    return
+                with self._lock:
+                    if self._stopping.is_set() or self.processes[name].poll() is None:
+                        continue
+                    self.respawns[name] += 1
+                    self._logs[name].write(f'[process_graph] exited with code {code}; '
+                                           f'respawn {self.respawns[name]}\n')
+                    self._launch(name)
+                self.report(f'{name} exited (code {code}); respawned it '
+                            f'({self.respawns[name]} so far)')
+
+    # ---------------------------------------------------------------- queries
+    def alive(self, name: str) -> bool:
+        process = self.processes.get(name)
+        return process is not None and process.poll() is None
+
+    def pid(self, name: str) -> int:
+        return self.processes[name].pid
+
+    def ended(self, ignore: str = '') -> list[tuple[str, int]]:
+        """Processes that have ended and will not come back (name, exit code)."""
+        with self._lock:
+            return [(n, p.returncode) for n, p in self.processes.items()
+                    if n != ignore and p.poll() is not None
+                    and not self._respawnable(n, p.returncode)]
+
+    def log(self, name: str) -> str:
+        path = self.log_dir / f'{name}.log'
+        return path.read_text(errors='replace') if path.is_file() else ''
+
+    def tail(self, name: str, lines: int = 15) -> str:
+        return '\n'.join('    ' + line for line in self.log(name).splitlines()[-lines:])
+
+    def errors(self, most: int = 20) -> str:
+        """Every process's error lines (the cause of a failure is often in another log)."""
+        found = [f'    {line}' for path in sorted(self.log_dir.glob('*.log'))
+                 for line in path.read_text(errors='replace').splitlines()
+                 if '[ERROR]' in line or '[FATAL]' in line]
+        return '\n'.join(found[-most:])
+
+    # ---------------------------------------------------------------- stopping
+    def signal(self, name: str, signum: int) -> None:
+        """Send ``signum`` to one process (fault tests: SIGKILL, SIGSTOP, SIGCONT)."""
+        self.processes[name].send_signal(signum)
+
+    def interrupt(self, names, grace_s: float = 15.0) -> list[str]:
+        """SIGINT, then SIGTERM, then SIGKILL; returns the names that needed force."""
+        targets = [(n, self.processes[n]) for n in names if n in self.processes]
+        for _, process in targets:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        forced = []
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            deadline = time.monotonic() + grace_s
+            for name, process in targets:
+                try:
+                    process.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    forced.append(name)
+                    process.send_signal(sig)
+        for _, process in targets:
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        return sorted(set(forced))
+
+    def stop(self, first: tuple[str, ...] = (), grace_s: float = 15.0) -> list[str]:
+        """Stop respawning, then end ``first`` (e.g. the lifecycle manager, which takes
+        the nodes down in order) and then the rest; returns the names that needed force."""
+        self._stopping.set()
+        forced = self.interrupt([n for n in first if n in self.processes], grace_s=30.0)
+        forced += self.interrupt([n for n in self.processes if n not in first], grace_s)
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in self._logs.values():
+            log.close()
+        return sorted(set(forced))
