@@ -64,8 +64,7 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                         help=f'particles (posterior) or samples per task (default: '
                              f'{defaults.samples})')
     parser.add_argument('--prior', type=float,
-                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior}; '
-                             f'paper and sequential: {PRESETS["paper"]["prior"]})')
+                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
     parser.add_argument('--epsilon', type=float, default=defaults.epsilon,
                         help=f'acceptance threshold (default: {defaults.epsilon})')
     parser.add_argument('--psi', type=float, default=defaults.psi,
@@ -102,8 +101,8 @@ def _estimator_settings(args) -> EstimatorSettings:
     return settings
 
 
-def _add_task_choice_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--task-choice', choices=TASK_CHOICES, default='given',
+def _add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument('--task-choice', choices=TASK_CHOICES, default=default,
                         help="'given': run the tasks in the order drawn; 'informative': run "
                              'the most informative of --candidates tasks each time '
                              '(default: %(default)s)')
@@ -298,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     _add_estimator_options(sub)
-    _add_task_choice_options(sub)
+    # The demo shows what learning can do: it picks informative tasks (the node graph's
+    # own default, and the experiment's, is the given order).
+    _add_task_choice_options(sub, 'informative')
     sub.add_argument('--tasks', type=int, default=5, help='tasks in the session (default: 5)')
     sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
     sub.add_argument('--method', default='cecm', help='estimation method (default: cecm)')
@@ -311,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(sub)
     _add_partner_options(sub, 'low_capability')
     _add_estimator_options(sub)
-    _add_task_choice_options(sub)
+    _add_task_choice_options(sub, 'given')
     sub.add_argument('--heldout', type=int, default=40, metavar='N',
                      help='held-out tasks for the agreement and identifiable metrics (0: '
                           'off) (default: %(default)s)')

@@ -58,15 +58,15 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
         first = model.catalog.names[0]
         assert row['theta'][first]['mean'] == pytest.approx(
             sum(t[0] for t in thetas) / len(thetas), abs=1e-3)
-    # What the evidence decided is what the robot plans with; the rest is planned as
-    # absent (the default rule), and untouched capabilities keep the 0.5 prior.
+    # What the evidence decided is what the robot plans with; undecided ones are planned
+    # as absent (the default rule), untouched ones keep the prior of 0.8 (present).
     for r in rows:
         assert len(r['status']) == 20 and int(r['decided']) == sum(
             letter in 'PA' for letter in r['status'])
         assert r['wrong_known'] == '0'
         for value, bit, letter in zip(r['theta'].split(), r['estimate'], r['status']):
-            expected = {'P': ('1.000', '1'), 'A': ('0.000', '0'), 'N': ('0.500', '0'),
-                        'I': ('0.500', '0')}.get(letter)
+            expected = {'P': ('1.000', '1'), 'A': ('0.000', '0'), 'N': ('0.800', '1'),
+                        'I': ('0.800', '1')}.get(letter)
             if expected:
                 assert (value, bit) == expected
             else:

@@ -51,7 +51,7 @@ TASKS = 2
 SAMPLES = 60
 # The graph reproduces the core exactly: with this seed the posterior (N=60) moves the
 # estimate toward low_capability within two tasks.
-SEED = 1
+SEED = 0
 SESSION_TIMEOUT_S = 200.0
 WRONG_STEP_ATTEMPTS = 8
 DISCOVERY_TIMEOUT_S = 30.0

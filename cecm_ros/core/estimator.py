@@ -42,21 +42,20 @@ INFERENCE_MODES = ('posterior', 'abc')
 # Named readings of CE-CM; any setting given explicitly overrides its preset.
 PRESETS = {
     'posterior': {'inference': 'posterior'},
-    'paper': {'inference': 'abc', 'prior': 0.8, 'proposal': 'prior', 'window': None,
-              'decay': None},
-    'sequential': {'inference': 'abc', 'prior': 0.8, 'proposal': 'belief', 'window': 1,
-                   'decay': None},
+    'paper': {'inference': 'abc', 'proposal': 'prior', 'window': None, 'decay': None},
+    'sequential': {'inference': 'abc', 'proposal': 'belief', 'window': 1, 'decay': None},
 }
 
 
 @dataclass(frozen=True)
 class EstimatorSettings:
-    """CE-CM's parameters. Defaults: the posterior over every task (measured choices in
-    docs/experiments.md); the paper's TidyUP values are the ``paper`` preset."""
+    """CE-CM's parameters. Defaults: the posterior over every task with the paper's prior
+    and thresholds (the undecided rule was chosen by measurement, docs/experiments.md);
+    the paper's Algorithm 1 is the ``paper`` preset."""
 
     inference: str = 'posterior'  # 'posterior' or 'abc' (see the module docstring)
     samples: int = 500            # N: particles (posterior) or samples per task (abc)
-    prior: float = 0.5            # P(c_i = 1) of the Bernoulli prior
+    prior: float = 0.8            # P(c_i = 1) of the Bernoulli prior (the paper's)
     epsilon: float = 0.24         # a trajectory explains an observation below this distance
     psi: float = 0.5              # estimate_i = theta_i > psi (where a rule needs it)
     undecided: str = 'absent'     # posterior: estimate of capabilities the evidence leaves open
@@ -136,10 +135,10 @@ class EstimatorSettings:
 
 
 # The estimator node's parameters that make up its settings, and their defaults there:
-# -1 (prior, window) and '' (proposal) leave the value to the inference preset, 0 turns
-# window and decay off.
+# -1 (window) and '' (proposal) leave the value to the inference preset, 0 turns window
+# and decay off.
 NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samples,
-                   'prior': -1.0, 'epsilon': EstimatorSettings().epsilon,
+                   'prior': EstimatorSettings().prior, 'epsilon': EstimatorSettings().epsilon,
                    'psi': EstimatorSettings().psi, 'undecided': EstimatorSettings().undecided,
                    'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
                    'window': -1, 'decay': 0.0, 'proposal': '',
@@ -149,9 +148,9 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
 def settings_from_parameters(values: dict) -> EstimatorSettings:
     """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning)."""
     values = {**NODE_PARAMETERS, **values}
-    prior, window = values['prior'], values['window']
+    window = values['window']
     settings = EstimatorSettings.preset(
-        values['inference'], samples=values['samples'], prior=None if prior < 0 else prior,
+        values['inference'], samples=values['samples'], prior=values['prior'],
         epsilon=values['epsilon'], psi=values['psi'], undecided=values['undecided'],
         sweeps=values['sweeps'], coupling=values['coupling'],
         decay=values['decay'] or None, proposal=values['proposal'] or None,

@@ -74,9 +74,8 @@ class CapabilityEstimator(CecmNode):
         self.declare('samples', defaults.samples,
                      'CE-CM: particles (posterior) or capability vectors sampled per task',
                      low=1, high=100_000)
-        self.declare('prior', -1.0, 'CE-CM: Bernoulli prior P(c_i = 1); -1 = the '
-                     f"inference preset's (posterior {defaults.prior}, paper and "
-                     'sequential 0.8)', low=-1.0, high=1.0)
+        self.declare('prior', defaults.prior, 'CE-CM: Bernoulli prior P(c_i = 1)',
+                     low=0.0, high=1.0)
         self.declare('epsilon', defaults.epsilon,
                      'CE-CM: a trajectory explains an observation below this distance',
                      low=0.0, high=1.0)
