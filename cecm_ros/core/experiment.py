@@ -231,7 +231,8 @@ def mean_ci95(values) -> dict[str, float]:
 def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: float,
               model: TidyUpModel, extra: dict | None = None) -> dict:
     per_task = []
-    for index in range(settings.tasks):
+    # (A session's failed tasks have no row: only positions with results are summed up.)
+    for index in sorted({r.task_index for r in results}):
         rows = [r for r in results if r.task_index == index]
         entry = {'task': index + 1, 'runs': len(rows)}
         for name in METRICS:

@@ -32,6 +32,9 @@ from pathlib import Path
 from .errors import PlannerTimeoutError, PlanningError
 
 OPTIMAL_SEARCH = 'astar(cegar(subtasks=[goals()]),verbosity=silent)'
+# A planner process killed by a signal is run again this often before the error counts.
+CRASH_RETRIES = 2
+
 # Fast Downward exit codes (driver/returncodes.py).
 SUCCESS = 0
 TRANSLATE_UNSOLVABLE = 10
@@ -139,12 +142,21 @@ class FastDownwardSearch:
 
     def _run(self, command: list[str], what: str, folder: Path, label: str,
              stdin: str | None = None):
-        try:
-            return subprocess.run(command, input=stdin, capture_output=True, text=True,
-                                  timeout=self.timeout_s, cwd=folder)
-        except subprocess.TimeoutExpired as error:
-            raise PlannerTimeoutError(f'{label}: the Fast Downward {what} found no answer within '
-                                      f'{self.timeout_s:g} s') from error
+        """Run one planner process; one killed by a signal (a crash, the OOM killer) is
+        run again, up to CRASH_RETRIES times: its answer does not depend on the attempt."""
+        for attempt in range(CRASH_RETRIES + 1):
+            try:
+                result = subprocess.run(command, input=stdin, capture_output=True, text=True,
+                                        timeout=self.timeout_s, cwd=folder)
+            except subprocess.TimeoutExpired as error:
+                raise PlannerTimeoutError(f'{label}: the Fast Downward {what} found no answer '
+                                          f'within {self.timeout_s:g} s') from error
+            if result.returncode >= 0:
+                return result
+            print(f'cecm planner: the Fast Downward {what} of {label} was killed by signal '
+                  f'{-result.returncode}' + ('; running it again' if attempt < CRASH_RETRIES
+                                             else ''), file=sys.stderr, flush=True)
+        return result
 
 
 def _tail(result: subprocess.CompletedProcess) -> str:

@@ -244,6 +244,10 @@ def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction]
                      tuple(a.name for a in actions), sum(a.planner_cost for a in actions))
 
 
+class WorkerLostError(PlanningError):
+    """A planning worker process died while it worked."""
+
+
 class _WorkerProcess:
     """One planning worker process and its pipe; used by one thread at a time."""
 
@@ -260,7 +264,7 @@ class _WorkerProcess:
                 send(self.process.stdin, (task, vector))
                 status, value = receive(self.process.stdout)
             except (EOFError, BrokenPipeError, OSError) as error:
-                raise PlanningError(
+                raise WorkerLostError(
                     f'task {task.task_id}: the planning worker (pid {self.process.pid}) '
                     f'stopped: {error}') from error
         if status == 'error':
@@ -486,6 +490,15 @@ class JointPlanner:
         return translated, gates
 
     def _solve_in_workers(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        """Solve in the worker processes; once more with new workers if one died."""
+        try:
+            return self._solve_in_workers_once(task, vectors)
+        except WorkerLostError as error:
+            print(f'cecm planner: {error}; starting new planning workers and trying again',
+                  file=sys.stderr, flush=True)
+            return self._solve_in_workers_once(task, vectors)
+
+    def _solve_in_workers_once(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         workers = self._started_workers(len(vectors))
         if len(workers) == 1:
             try:

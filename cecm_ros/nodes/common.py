@@ -91,6 +91,10 @@ class SafeActionClient(ActionClient):
 # A peer whose service or action server has been gone this long while we waited for its
 # answer is taken for dead (the lifecycle manager will bring it back).
 PEER_LOST_S = 3.0
+# A goal request is answered at once by a live server; one sent to a server that died
+# (and came back, ready again) is never answered.
+GOAL_ANSWER_S = 10.0
+GOAL_REQUEST_ATTEMPTS = 3
 
 
 class PeerUnavailableError(RuntimeError):
@@ -343,20 +347,37 @@ class CecmNode(LifecycleNode):
         return self._condition
 
     def call_service(self, client, request, what: str, wait_s: float, timeout_s: float | None,
-                     interrupt: Callable[[], bool] | None = None):
+                     interrupt: Callable[[], bool] | None = None,
+                     resend_s: float | None = None):
         """Call a service and return its response; raises PeerUnavailableError with a
         reason when the server is missing, vanishes while it should answer, or is late,
-        and WaitInterruptedError as soon as ``interrupt()`` holds."""
+        and WaitInterruptedError as soon as ``interrupt()`` holds.
+
+        With ``resend_s`` (only for requests that may be served twice) a request without
+        an answer after that long is sent again: one sent while a restarted server was
+        not yet matched is lost, not late.
+        """
         if not self._wait_ready(client.service_is_ready, wait_s):
             raise PeerUnavailableError(f'{what}: service {client.srv_name} is not available '
                                        f'(waited {wait_s:g} s)')
-        future = client.call_async(request)
-        try:
-            self._wait_answer(future, timeout_s, client.service_is_ready,
-                              f'{what}: {client.srv_name}', interrupt)
-        except BaseException:
-            client.remove_pending_request(future)
-            raise
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            slice_s = left if resend_s is None else min(resend_s, left or resend_s)
+            future = client.call_async(request)
+            try:
+                self._wait_answer(future, slice_s, client.service_is_ready,
+                                  f'{what}: {client.srv_name}', interrupt)
+                break
+            except PeerUnavailableError:
+                client.remove_pending_request(future)
+                if resend_s is None or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+                self.get_logger().info(f'{what}: no answer from {client.srv_name} within '
+                                       f'{resend_s:g} s; sending the request again')
+            except BaseException:
+                client.remove_pending_request(future)
+                raise
         response = future.result()
         if response is None:
             raise PeerUnavailableError(f'{what}: {client.srv_name} returned no response')
@@ -374,8 +395,17 @@ class CecmNode(LifecycleNode):
         if not self._wait_ready(client.server_is_ready, wait_s):
             raise PeerUnavailableError(f'{what}: action server {name} is not available '
                                        f'(waited {wait_s:g} s)')
-        goal_future = client.send_goal_async(goal, feedback_callback=feedback)
-        self._wait_answer(goal_future, wait_s, client.server_is_ready, f'{what}: {name}')
+        for attempt in range(GOAL_REQUEST_ATTEMPTS):
+            goal_future = client.send_goal_async(goal, feedback_callback=feedback)
+            try:
+                self._wait_answer(goal_future, GOAL_ANSWER_S, client.server_is_ready,
+                                  f'{what}: {name} (goal request)', interrupt)
+                break
+            except PeerUnavailableError:
+                if attempt == GOAL_REQUEST_ATTEMPTS - 1:
+                    raise
+                self.get_logger().info(f'{what}: {name} did not answer the goal request; '
+                                       'sending it again')
         handle = goal_future.result()
         if not handle.accepted:
             raise GoalRejectedError(f'{what}: {name} rejected the goal')

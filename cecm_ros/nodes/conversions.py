@@ -94,8 +94,8 @@ def trajectory_from_msgs(model: TidyUpModel, states: Sequence[TeamState],
 
 
 # -------------------------------------------------------------------------- tasks
-def task_msg(task: Task, partner_id: str = '') -> TaskRequest:
-    return TaskRequest(task_id=task.task_id, partner_id=partner_id,
+def task_msg(task: Task, partner_id: str = '', attempt: int = 0) -> TaskRequest:
+    return TaskRequest(task_id=task.task_id, partner_id=partner_id, attempt=attempt,
                        initial_propositions=sorted(task.initial),
                        goal_propositions=sorted(task.goal))
 

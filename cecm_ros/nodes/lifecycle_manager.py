@@ -134,6 +134,7 @@ class LifecycleManager(Node):
                             callback_group=group)
         self._published = None
         self._last_publish = 0.0
+        self.started = self.get_clock().now().to_msg()
 
     def _declare(self, name, default, description, param_type, limits=None) -> None:
         descriptor = ParameterDescriptor(name=name, type=param_type, description=description)
@@ -238,6 +239,9 @@ class LifecycleManager(Node):
             for name in self.names:
                 if name in missing or self.stop.is_set():
                     continue
+                state = self.state_of(name, min(timeout_s, 10.0))
+                if state in (State.PRIMARY_STATE_ACTIVE, STEPS[transition][2]):
+                    continue   # already there (a restarted manager finds its nodes up)
                 if not self.transition(name, transition, timeout_s):
                     ok = False
                     missing.append(name)   # the heartbeat retries it
@@ -412,7 +416,8 @@ class LifecycleManager(Node):
         key = (mode, all_active, tuple((e.state, e.responsive, e.recoveries) for e in entries))
         if not force and key == self._published and now - self._last_publish < 5.0:
             return
-        msg = GraphStatus(all_active=all_active, mode=mode, nodes=entries)
+        msg = GraphStatus(manager_started=self.started, all_active=all_active, mode=mode,
+                          nodes=entries)
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
         self._published, self._last_publish = key, now

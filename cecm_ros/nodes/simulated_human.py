@@ -64,6 +64,7 @@ class SimulatedHumanNode(CecmNode):
         self.planner: JointPlanner | None = None
         self.human: CoreHuman | None = None
         self.task = None
+        self.attempt = 0
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
 
     def configure(self) -> None:
@@ -109,8 +110,13 @@ class SimulatedHumanNode(CecmNode):
     def _on_task(self, msg: TaskRequest) -> None:
         if not self.active:
             return
-        if self.task is not None and msg.task_id == self.task.task_id:
+        if self.task is not None and (msg.task_id, msg.attempt) == (self.task.task_id,
+                                                                    self.attempt):
             return  # the latched request again
+        if self.task is not None and msg.task_id == self.task.task_id:
+            # The task runs again from its start: intents of the earlier run are stale.
+            for key in [k for k in self.early if k[0] == msg.task_id]:
+                del self.early[key]
         try:
             task = conv.task_from_msg(self.model, msg)
         except conv.MessageError as error:

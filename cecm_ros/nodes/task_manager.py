@@ -14,7 +14,7 @@ partner and the seed), and every outcome sent to the estimator carries it with t
 task's position, so that the estimator never counts a task twice. When a task fails
 while the lifecycle manager reports a node lost or brought back
 (``lifecycle_manager/graph_status``), the task counts as interrupted: once every node is
-active again it is run again from its start state (at most ``task_attempts`` times).
+active again it is run again from its start state (at most ``max_interruptions`` times).
 A task that fails otherwise is reported as failed and the session goes on. A journal
 (``journal_dir``) records what the session did, so that a task manager that is itself
 restarted resumes the session where it stopped; without a journal it asks the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from action_msgs.msg import GoalStatus
+from action_msgs.srv import CancelGoal
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.parameter import parameter_value_to_python
@@ -69,6 +71,7 @@ from cecm_ros.nodes.common import (
     GoalRejectedError,
     SafeActionClient,
     StopRequestedError,
+    WaitInterruptedError,
     run_node,
 )
 from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
@@ -146,8 +149,9 @@ class TaskManager(CecmNode):
         self.declare('message_timeout_s', 30.0,
                      'How long to wait for a belief, partner plan or team state message',
                      low=0.1, high=3600.0)
-        self.declare('task_attempts', 3,
-                     'Runs of one task when it is interrupted by a lost node', low=1, high=100)
+        self.declare('max_interruptions', 10,
+                     'How often one task may be interrupted by lost nodes and run again; a '
+                     'task that fails without a lost node is not run again', low=0, high=1000)
         self.declare('recovery_timeout_s', 300.0,
                      'How long to wait for the graph to be active again after an interruption',
                      low=1.0, high=86_400.0)
@@ -168,6 +172,9 @@ class TaskManager(CecmNode):
         self.failed: list[dict] = []
         self.interruptions: list[dict] = []
         self.session_id = ''
+        # Every run of a task gets its own attempt number, also across restarts of this
+        # node (a partner must never take a new run for the old one).
+        self.runs = int.from_bytes(os.urandom(3), 'big') << 8
         # A running session blocks one executor thread for its whole length.
         self.session_group = MutuallyExclusiveCallbackGroup()
 
@@ -334,7 +341,7 @@ class TaskManager(CecmNode):
         response = self.call_service(self.progress_client,
                                      SessionProgress.Request(session_id=session_id),
                                      f'session {session_id}: progress',
-                                     self.param('server_wait_s'), 30.0)
+                                     self.param('server_wait_s'), 30.0, resend_s=5.0)
         if not response.success:
             raise SessionError(f'session {session_id}: {response.message}')
         return list(response.task_ids)
@@ -370,7 +377,7 @@ class TaskManager(CecmNode):
                                                 for t in candidates])
         response = self.call_service(self.rank_client, request, f'{label}: rank_tasks',
                                      self.param('server_wait_s'),
-                                     self.param('estimate_timeout_s'))
+                                     self.param('estimate_timeout_s'), resend_s=60.0)
         if not response.success or response.best >= len(candidates):
             raise SessionError(f'{label}: the candidates could not be ranked: '
                                f'{response.message}')
@@ -452,21 +459,39 @@ class TaskManager(CecmNode):
             self.finished.set_result(self.exit_code)
 
     # ------------------------------------------------------------- interruptions
-    def _recoveries(self) -> int | None:
+    def _graph_mark(self) -> tuple | None:
+        """What the graph looked like: (manager start, recoveries of every node)."""
         with self.locked():
             graph = self.graph
-        return None if graph is None else sum(n.recoveries for n in graph.nodes)
+        if graph is None:
+            return None
+        started = (graph.manager_started.sec, graph.manager_started.nanosec)
+        return started, tuple(n.recoveries for n in graph.nodes)
 
-    def _disturbed(self, before: int | None) -> bool:
-        """Whether the graph lost a node since ``before`` (recoveries then); waits up to
+    def _graph_changed(self, before: tuple | None, node: str = '') -> bool:
+        """A node (``node``, or any) was lost or came back since ``before`` (a restarted
+        manager counts from zero, so then any return is news)."""
+        graph = self.graph
+        if graph is None or not self.param('graph_status_topic'):
+            return False
+        now = self._graph_mark()
+        if not node:
+            return not graph.all_active or now != before
+        entries = [(i, n) for i, n in enumerate(graph.nodes) if n.name == node]
+        if not entries:
+            return False
+        index, entry = entries[0]
+        if not entry.responsive or before is None or now[0] != before[0]:
+            return True
+        return index < len(before[1]) and now[1][index] != before[1][index]
+
+    def _disturbed(self, before: tuple | None) -> bool:
+        """Whether the graph lost a node since ``before``; waits up to
         ``disturbance_grace_s`` for the lifecycle manager to notice."""
-        def lost() -> bool:
-            graph = self.graph
-            return graph is not None and (not graph.all_active or before is None
-                                          or sum(n.recoveries for n in graph.nodes) > before)
         if not self.param('graph_status_topic'):
             return False
-        return self.wait_until(lost, self.param('disturbance_grace_s'))
+        return self.wait_until(lambda: self._graph_changed(before),
+                               self.param('disturbance_grace_s'))
 
     def _wait_graph_active(self, label: str) -> None:
         timeout = self.param('recovery_timeout_s')
@@ -485,27 +510,43 @@ class TaskManager(CecmNode):
         self.get_logger().warning(f'[task {index + 1}] {task.task_id} interrupted ({reason}); '
                                   'it runs again from its start once the graph is active')
 
+    def _all_interruptions(self) -> list[dict]:
+        """The session's interruptions, also those before this node was restarted."""
+        journal = self.journals.get(self.session_id)
+        if self.param('journal_dir').strip() and self.session_id:
+            journal = self._journal(self.session_id)
+        if journal is None:
+            return list(self.interruptions)
+        return [{'task_index': e['index'], 'task_id': e['task_id'], 'attempt': e['attempt'],
+                 'reason': e['reason']} for e in journal.records('interrupted')]
+
     def _run_with_retries(self, journal: SessionJournal, index: int, count: int, task: Task):
-        """Run a task; again from its start after an interruption; None if it failed."""
-        attempts = self.param('task_attempts')
+        """Run a task; again from its start after each interruption; None if it failed."""
         label = f'[task {index + 1}/{count}] {task.task_id}'
-        for attempt in range(1, attempts + 1):
-            before = self._recoveries()
+        interruptions = 0
+        while True:
+            before = self._graph_mark()
+            self.runs = (self.runs + 1) % 2**32
             try:
-                return self._run_task(index, count, task)
+                return self._run_task(index, count, task, self.runs, before)
             except StopRequestedError:
                 raise
-            except (SessionError, CecmError, RuntimeError) as failure:
-                if attempt < attempts and self._disturbed(before):
-                    self._interrupted(journal, index, task, attempt, str(failure))
-                    self._wait_graph_active(label)
-                    continue
-                self.get_logger().error(f'{label} failed: {failure}')
-                self.failed.append({'task_index': index, 'task_id': task.task_id,
-                                    'attempts': attempt, 'reason': str(failure)})
-                journal.append('failed', index=index, task_id=task.task_id, reason=str(failure))
-                return None
-        return None
+            except WaitInterruptedError:
+                failure, disturbed = RuntimeError('a node was lost while the task ran'), True
+            except (SessionError, CecmError, RuntimeError) as error:
+                failure, disturbed = error, self._disturbed(before)
+            if disturbed and interruptions < self.param('max_interruptions'):
+                interruptions += 1
+                self._interrupted(journal, index, task, interruptions, str(failure))
+                self._wait_graph_active(label)
+                continue
+            if disturbed:
+                failure = RuntimeError(f'interrupted {interruptions} times; last: {failure}')
+            self.get_logger().error(f'{label} failed: {failure}')
+            self.failed.append({'task_index': index, 'task_id': task.task_id,
+                                'interruptions': interruptions, 'reason': str(failure)})
+            journal.append('failed', index=index, task_id=task.task_id, reason=str(failure))
+            return None
 
     def _estimator_settings(self) -> dict:
         """The estimator's (and partner's) parameters, for the summary."""
@@ -546,7 +587,8 @@ class TaskManager(CecmNode):
             f'estimate lacks {self.model.catalog.describe_missing(estimate)}')
 
     # ----------------------------------------------------------------- one task
-    def _run_task(self, index: int, count: int, task: Task):
+    def _run_task(self, index: int, count: int, task: Task, attempt: int = 0,
+                  before: tuple | None = None):
         label = f'[task {index + 1}/{count}] {task.task_id}'
         started = time.perf_counter()
         wait_s = self.param('server_wait_s')
@@ -556,9 +598,9 @@ class TaskManager(CecmNode):
             self.states.clear()
             self.robot_plans.pop(task.task_id, None)
             self.human_plans.pop(task.task_id, None)
-        request = conv.task_msg(task, self.partner_id)
+        request = conv.task_msg(task, self.partner_id, attempt)
         response = self.call_service(self.reset_client, ResetWorld.Request(task=request),
-                                     f'{label}: reset_world', wait_s, 30.0)
+                                     f'{label}: reset_world', wait_s, 30.0, resend_s=5.0)
         if not response.success:
             raise SessionError(f'{label}: reset_world failed: {response.message}')
         self.request_pub.publish(request)
@@ -566,9 +608,11 @@ class TaskManager(CecmNode):
                 lambda: task.task_id in self.human_plans, self.param('message_timeout_s')):
             self.get_logger().warning(f'{label}: no partner plan on human/joint_plan; '
                                       'running the task anyway')
+        # A node lost while the task runs ends the run at once (the task runs again).
         status, run = self._send_when_accepted(
             self.run_client, self.param('run_task_action'), RunTask.Goal(task=request),
-            f'{label}: run_task', self.param('task_timeout_s'))
+            f'{label}: run_task', self.param('task_timeout_s'),
+            interrupt=lambda: self._graph_changed(before))
         if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
             raise SessionError(f'{label}: the executor did not finish the task: '
                                f'{run.message or _status_name(status)}')
@@ -579,9 +623,12 @@ class TaskManager(CecmNode):
             task_index=index, goal_propositions=sorted(task.goal), trajectory=trajectory,
             robot_actions=outcome.robot_actions, corrections=outcome.corrections,
             goal_reached=outcome.goal_reached))
+        # Only the estimator's own loss ends this wait: an update does not depend on the
+        # other nodes, and a goal of a server that died is never answered.
         status, update = self._send_when_accepted(
             self.estimate_client, self.param('estimate_action'), estimate_goal,
-            f'{label}: estimate', self.param('estimate_timeout_s'))
+            f'{label}: estimate', self.param('estimate_timeout_s'),
+            interrupt=lambda: self._graph_changed(before, self.param('estimator_node')))
         if status != GoalStatus.STATUS_SUCCEEDED:
             raise SessionError(f'{label}: the belief update failed: '
                                f'{update.message or _status_name(status)}')
@@ -607,19 +654,40 @@ class TaskManager(CecmNode):
             f'{self.model.catalog.describe_missing(estimate)}')
         return result
 
-    def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float):
-        """Send an action goal, again while the server rejects it for being busy (e.g.
-        still finishing a goal of a task manager that stopped), for up to server_wait_s."""
+    def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float,
+                            interrupt=None):
+        """Send an action goal. A server that rejects it for being busy still runs a goal
+        that nobody waits for any more (a task manager that stopped sent it): that goal
+        is canceled, and ours sent again, for up to server_wait_s."""
         deadline = time.monotonic() + self.param('server_wait_s')
+        canceled = False
         while True:
             try:
                 return self.send_action_goal(client, name, goal, what,
-                                             self.param('server_wait_s'), timeout_s)
+                                             self.param('server_wait_s'), timeout_s,
+                                             interrupt=interrupt)
             except GoalRejectedError:
                 if time.monotonic() >= deadline:
                     raise
-                self.get_logger().info(f'{what}: {name} is busy; trying again')
+                if not canceled:
+                    canceled = self._cancel_all_goals(name, what)
                 self.wait_until(lambda: False, 1.0)
+
+    def _cancel_all_goals(self, name: str, what: str) -> bool:
+        """Ask an action server to cancel all its goals (a zero goal id and stamp)."""
+        client = self.create_client(CancelGoal, f'{name}/_action/cancel_goal',
+                                    callback_group=self.group)
+        try:
+            response = self.call_service(client, CancelGoal.Request(), f'{what}: cancel',
+                                         5.0, 10.0)
+            self.get_logger().warning(f'{what}: {name} was busy with a goal nobody waits for; '
+                                      f'canceled {len(response.goals_canceling)} goal(s)')
+            return True
+        except RuntimeError as error:
+            self.get_logger().warning(f'{what}: could not cancel the goals of {name}: {error}')
+            return False
+        finally:
+            self.destroy_client(client)
 
     def _heldout_pool(self) -> HeldoutPool | None:
         """The held-out pool of the metrics (its own planner; built on first use)."""
@@ -680,7 +748,7 @@ class TaskManager(CecmNode):
             'source': 'cecm_ros node graph (task_manager)',
             'partner_id': self.partner_id,
             'session_id': self.session_id,
-            'interruptions': list(self.interruptions),
+            'interruptions': self._all_interruptions(),
             'failed_tasks': list(self.failed),
             'estimator_parameters': estimator,
             'prior': {'hamming': self.prior_hamming[0], 'hamming_active': self.prior_hamming[1],

@@ -1,0 +1,242 @@
+"""Faults over real processes: the session still completes every task, counts none twice,
+and ends with exactly the belief of an undisturbed run.
+
+* every node process, and the lifecycle manager, killed with SIGKILL once in mid-session
+  (respawned by the process runner, brought back to active by the lifecycle manager;
+  the task manager runs interrupted tasks again and resumes its own session);
+* the executor stopped (SIGSTOP) for longer than the heartbeat and the peer timeouts,
+  then continued, while a Fast Downward search process of the estimator is killed.
+
+The undisturbed belief comes from the ROS-free core with the same seed (the graph and
+`cecm experiment` compute the same numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+
+from graph_fixtures import (  # noqa: E402
+    MANAGER,
+    NODES,
+    NodeProcesses,
+    RosClient,
+    graph_environment,
+    installed_or_skip,
+)
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
+from cecm_ros.core.domain import TidyUpModel  # noqa: E402
+from cecm_ros.core.estimator import EstimatorSettings  # noqa: E402
+from cecm_ros.core.experiment import ExperimentSettings, run_once  # noqa: E402
+from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
+from cecm_ros.core.planner import JointPlanner  # noqa: E402
+from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
+from cecm_ros.msg import GraphStatus, StepResult  # noqa: E402
+
+PARTNER = 'low_capability'
+SEED = 0
+SAMPLES = 60
+TASKS = 4
+SESSION_TIMEOUT_S = 420.0
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+
+@pytest.fixture(scope='module')
+def undisturbed():
+    """The core's run with the graph's seed and settings: per task the estimate and theta."""
+    model = TidyUpModel()
+    settings = ExperimentSettings(partner=PARTNER, runs=1, tasks=TASKS, seed=0, jobs=1,
+                                  estimator=EstimatorSettings(samples=SAMPLES), heldout=0)
+    with JointPlanner(model, workers=2) as planner:
+        return run_once(model, planner, settings, run=SEED)
+
+
+class FaultySession:
+    """The graph with respawning processes, a client watching it, and its outputs."""
+
+    def __init__(self, work: Path):
+        executables, params = installed_or_skip(MANAGER)
+        self.reservation = reserve_domain_id()
+        self.work = work
+        self.env = graph_environment(self.reservation.domain_id)
+        self.monkeypatch = pytest.MonkeyPatch()
+        for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
+            self.monkeypatch.setenv(key, self.env[key])
+        self.client = RosClient('cecm_fault_test')
+        self.steps: list[StepResult] = []
+        self.status: list[GraphStatus] = []
+        self.client.collect(StepResult, 'robot/step_result', EVENTS, self.steps)
+        self.client.collect(GraphStatus, 'lifecycle_manager/graph_status', LATCHED,
+                            self.status)
+        self.processes = NodeProcesses(executables, params, self.env, work, respawn=True)
+        self.summary_path = work / 'summary.json'
+        self.store_path = work / 'partners.sqlite'
+        overrides = {
+            'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
+                                     'store_path': str(self.store_path)},
+            'household_sim': {'partner': PARTNER},
+            'simulated_human': {'partner': PARTNER},
+            'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
+                             'exit_when_done': True, 'heldout_tasks': 0,
+                             'summary_path': str(self.summary_path),
+                             'journal_dir': str(work / 'journal')},
+        }
+        for node in NODES:
+            self.processes.start(node, overrides.get(node))
+        self.processes.start(MANAGER)
+
+    # ------------------------------------------------------------ watching
+    def all_active(self) -> bool:
+        return bool(self.status) and self.status[-1].all_active
+
+    def wait(self, predicate, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f'{what} did not happen within {timeout_s:g} s\n'
+                                     f'{self.errors()}')
+            time.sleep(0.1)
+
+    def errors(self) -> str:
+        return self.processes.graph.errors(40)
+
+    def finished(self) -> bool:
+        process = self.processes.processes['task_manager']
+        return process.poll() == 0 and self.summary_path.is_file()
+
+    def kill_when_running(self, name: str, trigger) -> None:
+        """SIGKILL ``name`` at the trigger, then wait until it is back and active."""
+        self.wait(lambda: self.all_active() and trigger(), 120.0,
+                  f'the moment to kill {name}')
+        respawns = self.processes.graph.respawns[name]
+        self.processes.graph.signal(name, signal.SIGKILL)
+        self.wait(lambda: self.processes.graph.respawns[name] > respawns, 60.0,
+                  f'the respawn of {name}')
+        self.wait(lambda: self.all_active() or self.finished(), 120.0,
+                  f'{name} active again')
+
+    def next_step(self):
+        """A trigger: the session has done a joint step since the trigger was made."""
+        seen = len(self.steps)
+        return lambda: len(self.steps) > seen or self.finished()
+
+    def close(self) -> None:
+        self.processes.close()
+        self.client.close()
+        self.monkeypatch.undo()
+        self.reservation.release()
+
+    # ------------------------------------------------------------- results
+    def result(self):
+        self.wait(self.finished, SESSION_TIMEOUT_S, 'the end of the session')
+        summary = json.loads(self.summary_path.read_text())
+        with PartnerStore(self.store_path) as store:
+            belief = store.load('partner')
+            log = store.log('partner')
+        return summary, belief, log
+
+
+def _check_against_undisturbed(summary, belief, log, undisturbed, session):
+    assert summary['failed_tasks'] == [], session.errors()
+    assert len(summary['per_task']) == TASKS
+    assert summary['interruptions'], 'the faults interrupted no task'
+    # Every task was applied to the belief exactly once, in order.
+    assert [entry.task_index for entry in log] == list(range(TASKS))
+    assert [entry.task.task_id for entry in log] == [r.task_id for r in undisturbed]
+    assert belief.tasks_seen == TASKS
+    final = undisturbed[-1]
+    assert ''.join('1' if b else '0' for b in belief.estimate) == final.estimate
+    assert np.allclose(belief.theta, [float(v) for v in final.theta.split()], atol=1e-3)
+
+
+def test_a_node_killed_in_mid_session_costs_nothing(undisturbed, tmp_path):
+    session = FaultySession(tmp_path)
+    try:
+        session.wait(session.all_active, 120.0, 'start-up')
+        estimator_log = lambda: session.processes.log('capability_estimator')  # noqa: E731
+        updates = estimator_log().count('updating with a trajectory')
+        # The estimator in the middle of an update; everyone else in the middle of a task.
+        session.kill_when_running('executor', session.next_step())
+        session.kill_when_running('household_sim', session.next_step())
+        session.kill_when_running(
+            'capability_estimator',
+            lambda: estimator_log().count('updating with a trajectory') > updates)
+        session.kill_when_running('simulated_human', session.next_step())
+        session.kill_when_running('joint_planner', session.next_step())
+        session.kill_when_running('task_manager', session.next_step())
+        session.kill_when_running(MANAGER, session.next_step())
+        summary, belief, log = session.result()
+        _check_against_undisturbed(summary, belief, log, undisturbed, session)
+        respawned = session.processes.graph.respawns
+        assert all(respawned[name] == 1 for name in (*NODES, MANAGER)), respawned
+    finally:
+        session.close()
+
+
+def _children(pid: int, name: str) -> list[int]:
+    found = []
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / 'stat').read_text()
+        except OSError:
+            continue
+        command = stat[stat.index('(') + 1:stat.rindex(')')]
+        parent = int(stat[stat.rindex(')') + 2:].split()[1])
+        if parent == pid and command == name:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, tmp_path):
+    session = FaultySession(tmp_path)
+    try:
+        session.wait(session.all_active, 120.0, 'start-up')
+        graph = session.processes.graph
+        # Kill the first Fast Downward search the estimator starts (once).
+        killed = []
+
+        def crash_a_search() -> None:
+            deadline = time.monotonic() + 240.0
+            while not killed and time.monotonic() < deadline and not session.finished():
+                for pid in _children(graph.pid('capability_estimator'), 'downward'):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                        break
+                    except ProcessLookupError:
+                        continue
+                time.sleep(0.01)
+
+        crasher = threading.Thread(target=crash_a_search, daemon=True)
+        crasher.start()
+        session.wait(session.next_step(), 120.0, 'a step of the first task')
+        graph.signal('executor', signal.SIGSTOP)
+        try:
+            # Longer than the heartbeat's patience and the peers' 3 s for a lost server.
+            session.wait(lambda: not session.all_active(), 30.0, 'the executor reported lost')
+            time.sleep(6.0)
+        finally:
+            graph.signal('executor', signal.SIGCONT)
+        summary, belief, log = session.result()
+        crasher.join(5.0)
+        _check_against_undisturbed(summary, belief, log, undisturbed, session)
+        assert graph.respawns['executor'] == 0   # it was not killed: it came back itself
+        assert killed, 'no Fast Downward search was seen to kill'
+        assert 'killed by signal 9; running it again' in \
+            session.processes.log('capability_estimator')
+    finally:
+        session.close()
