@@ -132,7 +132,7 @@ test: $(BUILD_STAMP) lint
 
 lint: $(DEPS_STAMP)
 	@echo "[cecm] ruff check"
-	@$(VBIN)/ruff check $(wildcard cecm_ros test launch)
+	@$(VBIN)/ruff check $(wildcard cecm_ros test launch bench)
 
 build: $(BUILD_STAMP)
 

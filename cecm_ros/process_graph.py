@@ -60,7 +60,9 @@ class ProcessGraph:
         command, stream = self.commands[name]
         log = self._logs.get(name)
         if log is None:
-            log = open(self.log_dir / f'{name}.log', 'a', buffering=1)  # closed in stop()
+            path = self.log_dir / f'{name}.log'   # a name with '/' gets a subfolder
+            path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(path, 'a', buffering=1)  # closed in stop()
             self._logs[name] = log
         process = subprocess.Popen(
             command, env=self.env, stdin=subprocess.DEVNULL,
