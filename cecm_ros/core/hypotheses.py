@@ -54,6 +54,10 @@ class HypothesisEvaluator(Protocol):
                   progress: ProgressCallback | None = None) -> np.ndarray:
         ...
 
+    def predicted_trajectories(self, task, samples: np.ndarray) -> list[Trajectory]:
+        """Per sample, the trajectory a planning robot would predict (the first of its set)."""
+        ...
+
 
 class _PlanEvaluator:
     """Trajectory sets and distances from ``plan_sets`` (one or more plans per sample)."""
@@ -65,6 +69,9 @@ class _PlanEvaluator:
     def trajectory_sets(self, task, samples, progress=None) -> list[list[Trajectory]]:
         return [[plan.trajectory for plan in plans]
                 for plans in self.plan_sets(task, samples, progress)]
+
+    def predicted_trajectories(self, task, samples) -> list[Trajectory]:
+        return [trajectories[0] for trajectories in self.trajectory_sets(task, samples)]
 
     def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
                   progress: ProgressCallback | None = None) -> np.ndarray:
@@ -276,6 +283,11 @@ class DiversePlanEvaluator(_PlanEvaluator):
             sets.append(self._thin(best, sorted(distinct.values(),
                                                 key=lambda p: (p.planner_cost, p.sequential))))
         return sets
+
+    def predicted_trajectories(self, task, samples) -> list[Trajectory]:
+        # The optimal plans alone: the rest of the sets is not needed for a prediction.
+        samples = np.asarray(samples, dtype=bool) | self.planner.model.inert_mask
+        return [plan.trajectory for plan in self.shared.plans(task, samples)]
 
     def _thin(self, best: JointPlan, others: list[JointPlan]) -> list[JointPlan]:
         limit = best.cost * (1.0 + self.cost_slack) + 1e-9

@@ -61,7 +61,7 @@ def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndar
     weights = weights / weights.sum()
     gains = []
     for task in candidates:
-        predicted = [trajectories[0] for trajectories in evaluator.trajectory_sets(task, vectors)]
+        predicted = evaluator.predicted_trajectories(task, vectors)
         gains.append(outcome_entropy(predicted, weights, epsilon))
     return gains
 
