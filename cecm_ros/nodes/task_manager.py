@@ -375,9 +375,24 @@ class TaskManager(CecmNode):
             return tasks.take(0), 1, 0.0
         request = RankTasks.Request(candidates=[conv.task_msg(t, self.partner_id)
                                                 for t in candidates])
-        response = self.call_service(self.rank_client, request, f'{label}: rank_tasks',
-                                     self.param('server_wait_s'),
-                                     self.param('estimate_timeout_s'), resend_s=60.0)
+        estimator = self.param('estimator_node')
+        for _ in range(self.param('max_interruptions') + 1):
+            before = self._graph_mark()
+            try:
+                # A ranking lost with an estimator that died is asked again once it is back.
+                response = self.call_service(
+                    self.rank_client, request, f'{label}: rank_tasks',
+                    self.param('server_wait_s'), self.param('estimate_timeout_s'),
+                    interrupt=lambda mark=before: self._graph_changed(mark, estimator),
+                    resend_s=60.0)
+                break
+            except WaitInterruptedError:
+                self.get_logger().warning(f'{label}: the estimator was lost while it ranked '
+                                          'the candidates; asking again once it is back')
+                self._wait_graph_active(label)
+        else:
+            raise SessionError(f'{label}: the candidates could not be ranked (the estimator '
+                               'was lost every time)')
         if not response.success or response.best >= len(candidates):
             raise SessionError(f'{label}: the candidates could not be ranked: '
                                f'{response.message}')
