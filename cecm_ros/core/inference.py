@@ -525,34 +525,46 @@ class ParticlePosterior:
         return [CapabilityReport(NEVER_EXERCISED if self.live[i] else INERT, float(mean[i]))
                 for i in range(self.prior.size)]
 
-    def _evidence_report(self, evaluator, most: int = 256) -> list[CapabilityReport]:
+    def _evidence_report(self, evaluator, most: int = SUPPORT_START) -> list[CapabilityReport]:
         """Per capability: known (every hypothesis kept agrees, and changing it alone in
         any of them contradicts a task), never exercised (changing it alone changes no
         prediction of any task seen), undecided otherwise, with what it is confounded
-        with (capabilities whose values the undecided one constrains)."""
+        with (capabilities whose values the undecided one constrains).
+
+        Where the hypotheses disagree on a capability the most probable 32 of them
+        suffice to tell "undecided" from "never exercised"; where they agree, a "known"
+        claim rests on the ``most`` most probable ones (all of them once the support is
+        small: then it is also closed under single changes, see _closed_support). All
+        the changed hypotheses of all capabilities are checked in one batch (the planner
+        runs them in parallel).
+        """
         if not self.active:
             return self._prior_report()
         vectors, mass = self.distinct()
         theta = np.clip(mass @ vectors, 0.0, 1.0)
         mean = self.prior.mean()
-        order = np.argsort(-mass, kind='stable')[:most]
-        vectors = vectors[order]
+        vectors = vectors[np.argsort(-mass, kind='stable')[:most]]
+        subsets: dict[int, tuple[np.ndarray, np.ndarray, bool]] = {}
+        for i in np.flatnonzero(self.live):
+            both = vectors[:, i].min() != vectors[:, i].max()
+            subset = vectors[:32] if both else vectors
+            flipped = subset.copy()
+            flipped[:, i] ^= True
+            subsets[i] = (subset, flipped, both)
+        if subsets:
+            everything = np.unique(np.vstack([f for _, f, _ in subsets.values()]), axis=0)
+            ok = dict(zip((_key(v) for v in everything),
+                          self._consistent(evaluator, everything, self.active)))
         report = []
         for i in range(self.prior.size):
             if not self.live[i]:
                 report.append(CapabilityReport(INERT, float(mean[i])))
                 continue
-            # Both values among the particles: the top hypotheses suffice to tell
-            # "undecided" from "never exercised". One value: every hypothesis is
-            # checked, since a "known" claim rests on all of them.
-            both = vectors[:, i].min() != vectors[:, i].max()
-            subset = vectors[:32] if both else vectors
-            flipped = subset.copy()
-            flipped[:, i] ^= True
-            ok = self._consistent(evaluator, flipped, self.active)
-            if not both and not ok.any():
+            subset, flipped, both = subsets[i]
+            consistent = np.array([ok[_key(v)] for v in flipped], dtype=bool)
+            if not both and not consistent.any():
                 status = KNOWN_PRESENT if subset[0, i] else KNOWN_ABSENT
-            elif ok.all() and self._same_predictions(evaluator, subset, flipped).all():
+            elif consistent.all() and self._same_predictions(evaluator, subset, flipped).all():
                 status = NEVER_EXERCISED
             else:
                 status = UNDECIDED
