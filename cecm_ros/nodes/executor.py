@@ -21,7 +21,14 @@ from rclpy.action.server import ServerGoalHandle
 from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.planner import JointPlan as CorePlan
-from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TeamState
+from cecm_ros.msg import (
+    Correction,
+    CorrectionStatus,
+    JointPlan,
+    RobotIntent,
+    StepResult,
+    TeamState,
+)
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
@@ -87,9 +94,12 @@ class Executor(CecmNode):
                                                         QOS_EVENTS)
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'robot/joint_plan',
                                                         QOS_LATCHED)
+        # Every correction's verdict, for senders that show it (web_panel).
+        self.status_pub = self.create_lifecycle_publisher(
+            CorrectionStatus, 'robot/correction_status', QOS_EVENTS)
         self._entities = [
             self.plan_client, *self.skill_clients.values(), self.intent_pub, self.step_pub,
-            self.plan_pub,
+            self.plan_pub, self.status_pub,
             self.create_subscription(TeamState, 'team_state',
                                      self.guarded(self._on_team_state, 'team_state'),
                                      QOS_TEAM_STATE, callback_group=self.group),
@@ -117,6 +127,7 @@ class Executor(CecmNode):
 
     def _on_correction(self, msg: Correction) -> None:
         """Accept a correction (from anyone) for the step whose window is open."""
+        answer = None
         with self.locked():
             task_id, step = self.task_id, self.awaiting_step
             problem = ''
@@ -145,10 +156,15 @@ class Executor(CecmNode):
                         problem = (f'step {step} already has an answer from '
                                    f'{self.correction.sender or "someone"}')
                     else:
-                        self.correction = Correction(
+                        self.correction = answer = Correction(
                             header=msg.header, task_id=msg.task_id, step=msg.step,
                             intended_action=self.intent, corrected_action=corrected,
                             sender=msg.sender)
+        shown = answer or msg
+        self.status_pub.publish(CorrectionStatus(
+            header=msg.header, task_id=msg.task_id, step=msg.step, sender=msg.sender,
+            intended_action=shown.intended_action, corrected_action=shown.corrected_action,
+            accepted=answer is not None, reason=problem))
         if problem:
             self.get_logger().warning(
                 f'ignoring correction from {msg.sender or "an unnamed sender"} '
