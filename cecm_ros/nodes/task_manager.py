@@ -40,9 +40,17 @@ from cecm_ros.core.session import (
     session_task_result,
 )
 from cecm_ros.core.tasks import TaskSequence, heldout_seed
-from cecm_ros.msg import CapabilityBelief, JointPlan, TaskOutcome, TaskRequest, TeamState
+from cecm_ros.msg import (
+    CapabilityBelief,
+    JointPlan,
+    TaskOutcome,
+    TaskReport,
+    TaskRequest,
+    TeamState,
+)
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
+    QOS_HISTORY,
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
@@ -145,9 +153,11 @@ class TaskManager(CecmNode):
                                             callback_group=self.group)
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
+        self.report_pub = self.create_lifecycle_publisher(TaskReport, '~/task_report',
+                                                          QOS_HISTORY)
         self._entities = [
             self.rank_client, self.reset_client, self.run_client, self.estimate_client,
-            self.request_pub,
+            self.request_pub, self.report_pub,
             self.create_subscription(CapabilityBelief, 'capability_belief',
                                      self.guarded(self._on_belief, 'capability_belief'),
                                      QOS_LATCHED, callback_group=self.group),
@@ -413,6 +423,16 @@ class TaskManager(CecmNode):
             f'accepted={result.accepted_samples}{decided} steps={len(trajectory) - 1} '
             f'({time.perf_counter() - started:.1f} s); estimate lacks '
             f'{self.model.catalog.describe_missing(estimate)}')
+        report = TaskReport(
+            task_id=task.task_id, index=index + 1, count=count,
+            corrections=result.corrections, robot_decisions=result.robot_decisions,
+            iou=float(result.iou), hamming=float(result.hamming),
+            hamming_active=float(result.hamming_active),
+            heldout_agreement=float(result.heldout_agreement),
+            accepted_samples=int(result.accepted_samples), decided=int(result.decided),
+            status=list(belief.status), goal_reached=bool(result.goal_reached))
+        report.header.stamp = self.stamp()
+        self.report_pub.publish(report)
         return result
 
     def _heldout_pool(self) -> HeldoutPool | None:
