@@ -28,7 +28,6 @@
     robotPlan: null,
     reports: [],            // TaskReports in arrival order
     pending: new Map(),     // publish/call id -> what was asked
-    shownStep: null,
     connected: false,
     connections: 0,         // WebSocket connections opened so far (1 + reconnects)
   };
@@ -212,15 +211,8 @@
   }
 
   function onSession(msg) {
-    const before = state.session && state.session.open;
     state.session = msg;
     state.sessionAt = performance.now();
-    const open = msg.open;
-    const step = open ? open.task_id + '#' + open.step : null;
-    if (step !== state.shownStep) {
-      state.shownStep = step;
-      if (open && (!before || before.step !== open.step)) feedback('', '');
-    }
     renderIntent();
     renderPlan();
     renderLabel();
@@ -229,10 +221,12 @@
   function onStatus(message) {
     const asked = message.id !== undefined ? state.pending.get(message.id) : undefined;
     if (asked) {
+      // Kept until the next answer: the next step may open before it is read.
       state.pending.delete(message.id);
-      if (message.level === 'info') feedback('Accepted: ' + asked + '. ' + message.msg, 'ok');
-      else if (message.level === 'error') feedback('Refused: ' + message.msg, 'error');
-      else feedback(message.msg, 'warn');
+      const step = 'Step ' + asked.step + ': ';
+      if (message.level === 'info') feedback('Accepted: ' + step + asked.what + '.', 'ok');
+      else if (message.level === 'error') feedback('Refused: ' + step + message.msg, 'error');
+      else feedback(step + message.msg, 'warn');
       return;
     }
     if (message.level === 'error' || message.level === 'warning') {
@@ -277,8 +271,8 @@
       feedback('Not sent: the panel is not connected.', 'error');
       return null;
     }
-    state.pending.set(id, what);
-    feedback('Sent (' + what + ' for step ' + step + '); waiting for the robot…', '');
+    state.pending.set(id, { what, step });
+    feedback('Sent: step ' + step + ', ' + what + '; waiting for the robot…', '');
     return id;
   }
 
@@ -680,7 +674,7 @@
     return last;
   }
 
-  function chart(title, series, format) {
+  function chart(title, series) {
     const figure = el('figure', { class: 'chart' }, el('figcaption', { text: title }));
     const drawing = svg('svg', { viewBox: '0 0 130 78', role: 'img', 'aria-label': title });
     drawing.append(svg('line', { class: 'axis', x1: 14, y1: 8, x2: 14, y2: 62 }));
@@ -688,10 +682,11 @@
     drawing.append(svg('text', { class: 'tick-label', x: 2, y: 65 }, '0'));
     drawing.append(svg('text', { class: 'tick-label', x: 2, y: 11 }, '1'));
     const count = Math.max(...series.map((s) => s.values.length), 1);
-    const px = (i) => 20 + (count === 1 ? 50 : i * (100 / (count - 1)));
+    const px = (i) => 26 + (count === 1 ? 45 : i * (90 / (count - 1)));
     const py = (v) => 62 - Math.max(0, Math.min(1, v)) * 54;
     for (let i = 0; i < count; i += 1) {
-      drawing.append(svg('text', { class: 'tick-label', x: px(i) - 2, y: 74 }, String(i + 1)));
+      drawing.append(svg('text', { class: 'tick-label', x: px(i), y: 75, 'text-anchor': 'middle' },
+        String(i + 1)));
     }
     for (const { values, color, labels } of series) {
       const points = values.map((v, i) => [px(i), py(v)]).filter(([, y]) => !Number.isNaN(y));
@@ -703,8 +698,8 @@
         if (v === null || Number.isNaN(v)) return;
         drawing.append(svg('circle', { cx: px(i), cy: py(v), r: 2.6, fill: color }));
         if (labels) {
-          drawing.append(svg('text', { class: 'dot-label', x: px(i) - 6, y: py(v) - 4 },
-            labels[i] !== undefined ? labels[i] : format(v)));
+          drawing.append(svg('text', { class: 'dot-label', x: px(i), y: Math.max(9, py(v) - 4),
+            'text-anchor': 'middle' }, labels[i]));
         }
       });
     }
