@@ -149,6 +149,8 @@ def _print_task(model, task) -> None:
 
 
 def cmd_demo(args) -> int:
+    if args.web and args.no_ros:
+        raise CecmError('--web needs the node graph (the panel is a ROS node); drop --no-ros')
     if not args.no_ros:
         try:
             from .demo_graph import run_graph_demo

@@ -625,6 +625,8 @@ class PanelServer:
                     headers={'WWW-Authenticate': 'Bearer realm="cecm_ros web_panel"'})
             return web.Response(status=403, text='403: wrong access token\n')
         response = await handler(request)
+        if response.prepared:   # a WebSocket, over by now
+            return response
         response.headers.setdefault('Cache-Control', 'no-store')
         response.headers.setdefault('X-Content-Type-Options', 'nosniff')
         response.headers.setdefault('Referrer-Policy', 'no-referrer')
