@@ -121,7 +121,9 @@ def graph_nodes(args) -> tuple[str, ...]:
 def _web_settings(params: dict, settings: dict, args) -> None:
     """A person answers from the browser: the partner stays silent, the robot waits."""
     settings['simulated_human']['answer_intents'] = False
-    settings['executor'] = {'correction_window_s': float(args.correction_window)}
+    # The partner and the panel both hear each intent; the first must reach both.
+    settings['executor'] = {'correction_window_s': float(args.correction_window),
+                            'intent_subscribers': 2}
     # A person may take the whole window at every step of a task.
     settings['task_manager']['task_timeout_s'] = 3600.0
     settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or ''}

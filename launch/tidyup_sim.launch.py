@@ -109,8 +109,12 @@ def _overrides(context) -> dict[str, dict]:
         if text:
             for node in nodes:
                 per_node[node][web_names.get(argument, argument)] = typed(text, kind)
-    if _web(context) and not value('correction_window_s'):
-        per_node['executor']['correction_window_s'] = PERSON_WINDOW_S
+    if _web(context):
+        if not value('correction_window_s'):
+            per_node['executor']['correction_window_s'] = PERSON_WINDOW_S
+        # The partner and the panel both hear each intent: the first one must not go out
+        # before the partner's subscription has matched (the panel's may match first).
+        per_node['executor']['intent_subscribers'] = 2
     return per_node
 
 

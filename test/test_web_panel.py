@@ -322,7 +322,8 @@ def graph(tmp_path_factory):
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED},
         'household_sim': {'partner': PARTNER},
         'simulated_human': {'partner': PARTNER, 'answer_intents': False},
-        'executor': {'correction_window_s': WINDOW_S},
+        # The simulated partner (it acts), the panel and this test's partner hear intents.
+        'executor': {'correction_window_s': WINDOW_S, 'intent_subscribers': 3},
         'task_manager': {'partner': PARTNER, 'num_tasks': 1, 'seed': SEED,
                          'autostart_tasks': False, 'heldout_tasks': 0},
         PANEL: {'port': 0, 'access_token': TOKEN},

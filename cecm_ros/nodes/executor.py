@@ -57,6 +57,10 @@ class Executor(CecmNode):
         self.declare('correction_window_s', 2.0,
                      'How long to wait for a Correction after announcing an intent; a '
                      'confirmation ends the wait early, silence means consent')
+        self.declare('intent_subscribers', 1,
+                     'Before a task\'s first intent, wait (up to correction_window_s) until '
+                     'this many subscribers listen on robot/intent: 2 with a web_panel beside '
+                     'the partner, which must not miss the intent')
         self.declare('max_steps', 100, 'Joint steps after which a task is aborted')
         for kind in DEFAULT_SKILLS:
             self.declare(f'skills.{kind}', f'robot/skills/{kind}',
@@ -233,10 +237,14 @@ class Executor(CecmNode):
         plan = self._plan(task, state, partner_id)
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
-        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() > 0,
+        listeners = max(1, self.param('intent_subscribers'))
+        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() >= listeners,
                                self.window):
-            self.get_logger().warning(f'task {task.task_id}: nobody listens on robot/intent; '
-                                      'going ahead without corrections')
+            heard = self.intent_pub.get_subscription_count()
+            self.get_logger().warning(
+                f'task {task.task_id}: nobody listens on robot/intent; going ahead without '
+                'corrections' if not heard else f'task {task.task_id}: {heard} of the '
+                f'{listeners} expected subscribers listen on robot/intent; going ahead')
         index = corrections = decisions = 0
         step = 0
         trajectory = [first]
