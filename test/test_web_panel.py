@@ -634,8 +634,14 @@ def test_a_refused_correction_shows_the_executors_reason_and_changes_nothing(gra
             "([text]) => document.getElementById('feedback').textContent.includes(text)",
             arg=[reason], timeout=UI_MS)
         assert page.locator('#feedback').inner_text().startswith('Refused')
-        refusal = [s for s in seen['statuses'] if s.sender == SENDER and s.step == stale]
-        assert len(refusal) == 1 and not refusal[0].accepted and refusal[0].reason == reason
+
+        def refusal():
+            return [s for s in seen['statuses'] if s.sender == SENDER and s.step == stale]
+
+        # This process hears the verdict over DDS too (maybe after the page did).
+        assert graph['client'].wait_for(lambda: bool(refusal()), ANSWER_TIMEOUT_S)
+        assert len(refusal()) == 1 and not refusal()[0].accepted
+        assert refusal()[0].reason == reason
         # Nothing changed: the step is still open and can be answered (key A).
         assert page.locator('#agree').is_enabled()
         assert not any(s.step == stale for s in seen['steps'])
@@ -715,8 +721,9 @@ def test_a_correction_after_the_task_is_refused(graph, page):
     page.evaluate('window.cecmPanel.correct(0, "noop")')
     page.wait_for_function("() => document.getElementById('feedback').textContent"
                            ".includes('no task is running')", timeout=UI_MS)
-    assert any(s.sender == SENDER and s.reason == 'no task is running'
-               for s in graph['seen']['statuses'])
+    assert graph['client'].wait_for(lambda: any(
+        s.sender == SENDER and not s.accepted and s.reason == 'no task is running'
+        for s in graph['seen']['statuses']), ANSWER_TIMEOUT_S)
 
 
 def test_the_pages_had_no_script_errors(graph, page):
