@@ -6,6 +6,7 @@
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
 #
 #   make / make demo   run the TidyUP demo  (PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
+#   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make test          ruff + pytest
 #   make lint          ruff only
 #   make build         venv + dependencies + colcon build of this package
@@ -24,7 +25,10 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 
 PARTNER ?= low_capability
-TASKS ?= 5
+# WEB=1: the browser correction panel; a person answers the robot (3 tasks by default).
+WEB ?=
+WEB_ON := $(filter 1 true yes on,$(WEB))
+TASKS ?= $(if $(WEB_ON),3,5)
 # The demo's session seed (its tasks, samples and partner); docs/experiments.md gives
 # the figures of seeds 0-4.
 SEED ?= 0
@@ -73,11 +77,14 @@ APP_DEPS := \
   pyyaml==6.0.3 \
   unified-planning==1.3.0 \
   up-fast-downward==1.0.0 \
-  matplotlib==3.11.2
-# Tests and lint (pytest < 9: launch_testing's plugin breaks on pytest 9).
+  matplotlib==3.11.2 \
+  aiohttp==3.14.5
+# Tests and lint (pytest < 9: launch_testing's plugin breaks on pytest 9). Playwright
+# drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`).
 DEV_DEPS := \
   pytest==8.4.2 \
-  ruff==0.17.6
+  ruff==0.17.6 \
+  playwright==1.65.2
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
 
 # The stamp's name carries a hash of the pins, so editing them re-installs.
@@ -119,12 +126,12 @@ PIP_NOISE := -e 'is ignored: it is neither a file nor a directory'
 .PHONY: demo test lint build venv clean help
 
 help:
-	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,17p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
 	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
 	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) \
-	  --samples $(DEMO_SAMPLES) $(DEMO_ARGS)
+	  --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) lint
 	@echo "[cecm] running pytest"

@@ -24,6 +24,7 @@ NODES = [
     'simulated_human',
     'lifecycle_manager',
     'correction_console',
+    'web_panel',
 ]
 
 
@@ -49,6 +50,8 @@ setup(
     maintainer_email='cecm-ros@users.noreply.github.com',
     python_requires='>=3.11',
     packages=find_packages(include=[PACKAGE, PACKAGE + '.*']),
+    # The web panel's page (not a Python package, so listed as package data).
+    package_data={PACKAGE: ['web/*.html', 'web/*.js', 'web/*.css']},
     data_files=[
         ('share/' + PACKAGE, ['package.xml']),
         *share_files('config'),
@@ -61,8 +64,9 @@ setup(
         'unified-planning',
         'up-fast-downward',
         'matplotlib',
+        'aiohttp',
     ],
-    extras_require={'test': ['pytest<9']},
+    extras_require={'test': ['pytest<9', 'playwright']},
     zip_safe=False,
     entry_points={
         'console_scripts': [

@@ -148,6 +148,8 @@ def _print_task(model, task) -> None:
 
 
 def cmd_demo(args) -> int:
+    if args.web and args.no_ros:
+        raise CecmError('--web needs the node graph (the panel is a ROS node); drop --no-ros')
     if not args.no_ros:
         try:
             from .demo_graph import run_graph_demo
@@ -306,6 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
     sub.add_argument('--no-ros', action='store_true',
                      help='plan and simulate without the ROS 2 node graph')
+    web = sub.add_argument_group('browser correction panel')
+    web.add_argument('--web', action='store_true',
+                     help='a person answers the robot from the web panel (URL printed)')
+    web.add_argument('--web-port', type=int, default=0, metavar='PORT',
+                     help='port of the panel (default: any free one)')
+    web.add_argument('--web-token', metavar='TOKEN',
+                     help="access token of the panel (default: a random one; '' = none)")
+    web.add_argument('--correction-window', type=float, default=30.0, metavar='S',
+                     help='with --web: seconds the robot waits for each answer (default: 30)')
     sub.set_defaults(func=cmd_demo)
 
     sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")

@@ -6,6 +6,11 @@ the same installed executables as separate processes with the same parameters fi
 Either way it streams the task manager's per-task lines, waits for the session to end
 (the task manager writes ``summary.json`` into ``--out``), stops the graph with SIGINT
 (SIGTERM after a grace period) and prints ``summary: PATH``.
+
+With ``--web`` the browser correction panel (web_panel) runs too and a person answers
+the robot: the simulated partner only acts its plan (``answer_intents: false``), the
+robot waits ``--correction-window`` seconds for each answer, and the panel's URL (with
+its access token, a random one unless ``--web-token`` gives it) is printed.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import os
 import queue
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -35,11 +41,13 @@ PACKAGE = 'cecm_ros'
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
+WEB_PANEL = 'web_panel'
 PAPER_SAMPLES = 500
 GRACE_S = 15.0
 _DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
 # "[INFO] [task_manager]: message", optionally behind ros2 launch's "[task_manager-6] ".
 LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
+PANEL_URL = re.compile(r'web panel: (?P<url>http://\S+)')
 OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
 
 
@@ -60,7 +68,7 @@ def package_paths() -> tuple[Path, Path]:
         raise DemoError(f'the {PACKAGE} package is not installed in this environment '
                         f'(AMENT_PREFIX_PATH); run `make build` first ({error})') from None
     executables = prefix / 'lib' / PACKAGE
-    missing = [n for n in (*NODES, MANAGER) if not (executables / n).is_file()]
+    missing = [n for n in (*NODES, WEB_PANEL, MANAGER) if not (executables / n).is_file()]
     if missing:
         raise DemoError(f'node executables {missing} are missing from {executables}; '
                         'run `make build`')
@@ -88,8 +96,10 @@ def write_params(base: Path, args, out: Path) -> Path:
     # The demo stops the lifecycle manager first and gives it time to take the nodes
     # down in order (under ros2 launch every node gets SIGINT at once instead).
     params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
+    if getattr(args, 'web', False):
+        _web_settings(params, settings, args)
     files = {'household_file': args.household, 'capabilities_file': args.capabilities_file}
-    for node in NODES:
+    for node in graph_nodes(args):
         entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
         entry.update(settings.get(node, {}))
         for key, value in files.items():
@@ -99,6 +109,26 @@ def write_params(base: Path, args, out: Path) -> Path:
     path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
                     + yaml.safe_dump(params, sort_keys=False))
     return path
+
+
+def graph_nodes(args) -> tuple[str, ...]:
+    """The managed nodes in start order; the panel serves before the session starts."""
+    if not getattr(args, 'web', False):
+        return NODES
+    return (*NODES[:-1], WEB_PANEL, NODES[-1])
+
+
+def _web_settings(params: dict, settings: dict, args) -> None:
+    """A person answers from the browser: the partner stays silent, the robot waits."""
+    settings['simulated_human']['answer_intents'] = False
+    # The partner and the panel both hear each intent; the first must reach both.
+    settings['executor'] = {'correction_window_s': float(args.correction_window),
+                            'intent_subscribers': 2}
+    # A person may take the whole window at every step of a task.
+    settings['task_manager']['task_timeout_s'] = 3600.0
+    settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or ''}
+    manager = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
+    manager['node_names'] = list(graph_nodes(args))
 
 
 def _estimator_parameters(args) -> dict:
@@ -131,17 +161,29 @@ def demo_environment() -> dict[str, str]:
 
 
 def time_budget(args) -> float:
-    """Generous upper bound on the session's wall time (measured: ~10-60 s per task)."""
+    """Generous upper bound on the session's wall time (measured: ~10-60 s per task).
+
+    With a person answering, a task may take its whole time limit (an hour).
+    """
+    if getattr(args, 'web', False):
+        return 300.0 + args.tasks * 3700.0
     return 120.0 + args.tasks * (90.0 + 0.5 * args.samples)
 
 
 def _show(line: str, quiet_names=()) -> None:
-    """Print the task manager's report lines, and every warning or error."""
+    """Print the task manager's report lines, the panel's URL, every warning or error."""
     match = LINE.search(line)
     if not match:
         return
     name, severity, message = match['name'], match['severity'], match['message']
-    if name == 'task_manager' and severity == 'INFO':
+    url = PANEL_URL.search(message) if name == WEB_PANEL else None
+    if url:
+        rule = '=' * 72
+        print(f'\n{rule}\n  Correct the robot from your browser: open\n\n      {url["url"]}\n\n'
+              '  Agree, Wait or pick another action for each step (keys A, W, 1-9);\n'
+              '  silence for the whole window counts as agreeing.\n'
+              f'{rule}\n', flush=True)
+    elif name == 'task_manager' and severity == 'INFO':
         if message.startswith(('[task ', 'session done', '[belief] ')):
             print(f'  {message}', flush=True)
     elif severity in ('WARN', 'ERROR', 'FATAL') and name not in quiet_names:
@@ -158,7 +200,7 @@ def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
             raise DemoError(f'the session did not finish within {budget_s:.0f} s; logs in '
                             f'{graph.log_dir}')
         try:
-            line = graph.lines.get(timeout=min(1.0, left))
+            name, line = graph.lines.get(timeout=min(1.0, left))
         except queue.Empty:
             dead = graph.ended(ignore=watched)
             if dead:
@@ -168,7 +210,7 @@ def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
                                 f'{graph.errors()}') from None
             continue
         if line is None:
-            ended = True
+            ended = name == watched
         else:
             _show(line)
     return graph.processes[watched].wait()
@@ -178,14 +220,15 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
     graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
-    _say(f'starting the node graph as {len(NODES) + 1} processes (ROS_DOMAIN_ID='
+    nodes = graph_nodes(args)
+    _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
          f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
          f'node logs in {log_dir}')
     code = 1
     try:
-        for node in NODES:
+        for node in nodes:
             graph.start(node, [str(executables / node), '--ros-args', '--params-file',
-                               str(params)], stream=node == 'task_manager')
+                               str(params)], stream=node in ('task_manager', WEB_PANEL))
         graph.start(MANAGER, [str(executables / MANAGER), '--ros-args', '--params-file',
                               str(params)])
         code = _follow(graph, 'task_manager', time_budget(args))
@@ -205,6 +248,10 @@ def _run_launch(args, env, params: Path, out: Path) -> int:
                f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
                f'samples:={args.samples}', f'summary_path:={out / "summary.json"}',
                'exit_when_done:=true']
+    if getattr(args, 'web', False):
+        command += ['web:=true', 'answer_intents:=false',
+                    f'correction_window_s:={args.correction_window}',
+                    f'web_port:={args.web_port}', f'web_token:={args.web_token or ""}']
     log_dir = out / 'logs'
     graph = ProcessGraph(env, log_dir)
     _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
@@ -263,6 +310,8 @@ def run_graph_demo(args) -> int:
     try:
         spec = args.capabilities or args.partner
         CapabilityCatalog.from_yaml(args.capabilities_file or None).resolve(spec)  # fail early
+        if getattr(args, 'web', False) and args.web_token is None:
+            args.web_token = secrets.token_urlsafe(12)   # other local users stay out
         executables, base_params = package_paths()
         params = write_params(base_params, args, out)
         env = demo_environment()

@@ -34,7 +34,8 @@ class ProcessGraph:
         self.processes: dict[str, subprocess.Popen] = {}
         self.commands: dict[str, tuple[list[str], bool]] = {}
         self.respawns: dict[str, int] = {}
-        self.lines: queue.Queue = queue.Queue()   # streamed processes' lines (None: ended)
+        # Streamed processes' lines as (name, line); (name, None) when it ended for good.
+        self.lines: queue.Queue = queue.Queue()
         self._logs: dict[str, object] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -82,9 +83,9 @@ class ProcessGraph:
     def _pump(self, name: str, process: subprocess.Popen, log) -> None:
         for line in process.stdout:
             log.write(line)
-            self.lines.put(line.rstrip('\n'))
+            self.lines.put((name, line.rstrip('\n')))
         if not self._respawnable(name, process.wait()):
-            self.lines.put(None)
+            self.lines.put((name, None))
 
     def _watch(self) -> None:
         """Respawn processes that end while the graph runs (launch's respawn=True)."""

@@ -1,6 +1,12 @@
 """The simulated TidyUP node graph: six lifecycle nodes and the lifecycle manager.
 
     ros2 launch cecm_ros tidyup_sim.launch.py num_tasks:=2 samples:=60
+    ros2 launch cecm_ros tidyup_sim.launch.py web:=true answer_intents:=false
+
+``web:=true`` adds the browser correction panel (web_panel, managed like the others;
+its URL is in the log) and gives a person 30 s per intent unless
+``correction_window_s`` says otherwise; with ``answer_intents:=false`` the simulated
+partner leaves the answers to that person.
 
 Parameters come from ``params_file`` (default: the package's config/tidyup_sim.yaml);
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
@@ -30,6 +36,8 @@ PACKAGE = 'cecm_ros'
 # Start order; the lifecycle manager configures them all, then activates them all.
 NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager']
+WEB_PANEL = 'web_panel'
+PERSON_WINDOW_S = 30.0   # with web:=true: seconds a person gets to answer each intent
 
 RESPAWN_DELAY_S = 1.0
 
@@ -63,7 +71,11 @@ ARGUMENTS = {
     'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
                            "person (correction_console); '' = params_file (true)"),
     'correction_window_s': ('', "Seconds the robot waits for an answer to each intent; "
-                                "'' = params_file (2.0)"),
+                                "'' = params_file (2.0), or 30 with web:=true"),
+    'web': ('false', 'true: also start the browser correction panel (web_panel)'),
+    'web_host': ('', "Address the panel listens on; '' = params_file (127.0.0.1)"),
+    'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
+    'web_token': ('', "Access token the panel requires; '' = params_file (none)"),
     'log_level': ('info', 'Log level of every node'),
 }
 
@@ -78,7 +90,7 @@ def _overrides(context) -> dict[str, dict]:
             return text.lower() in ('1', 'true', 'yes', 'on')
         return kind(text)
 
-    per_node = {node: {} for node in NODES}
+    per_node = {node: {} for node in (*NODES, WEB_PANEL)}
     wiring = {
         'partner': (str, ['household_sim', 'simulated_human', 'task_manager']),
         'num_tasks': (int, ['task_manager']),
@@ -96,13 +108,28 @@ def _overrides(context) -> dict[str, dict]:
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),
         'correction_window_s': (float, ['executor']),
+        'web_host': (str, [WEB_PANEL]),
+        'web_port': (int, [WEB_PANEL]),
+        'web_token': (str, [WEB_PANEL]),
     }
+    web_names = {'web_host': 'host', 'web_port': 'port', 'web_token': 'access_token'}
     for argument, (kind, nodes) in wiring.items():
         text = value(argument)
         if text:
             for node in nodes:
-                per_node[node][argument] = typed(text, kind)
+                per_node[node][web_names.get(argument, argument)] = typed(text, kind)
+    if _web(context):
+        if not value('correction_window_s'):
+            per_node['executor']['correction_window_s'] = PERSON_WINDOW_S
+        # The partner and the panel both hear each intent: the first one must not go out
+        # before the partner's subscription has matched (the panel's may match first).
+        per_node['executor']['intent_subscribers'] = 2
     return per_node
+
+
+def _web(context) -> bool:
+    return LaunchConfiguration('web').perform(context).strip().lower() in \
+        ('1', 'true', 'yes', 'on')
 
 
 def _shut_down_after_the_session(event, context):
@@ -119,8 +146,11 @@ def _nodes(context):
     params_file = LaunchConfiguration('params_file').perform(context)
     log_level = LaunchConfiguration('log_level').perform(context)
     overrides = _overrides(context)
+    names = list(NODES)
+    if _web(context):   # serving before the session starts, so no intent goes by unseen
+        names.insert(names.index('task_manager'), WEB_PANEL)
     actions = []
-    for name in NODES:
+    for name in names:
         # A node that dies is started again; the lifecycle manager then brings it back
         # to active and the task manager runs the interrupted task again.
         node = LifecycleNode(
@@ -134,7 +164,7 @@ def _nodes(context):
                 target_action=node, on_exit=_shut_down_after_the_session)))
     actions.append(Node(
         package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
-        parameters=[params_file, {'node_names': NODES, 'autostart': True}],
+        parameters=[params_file, {'node_names': names, 'autostart': True}],
         output='screen', arguments=['--ros-args', '--log-level', log_level],
         respawn=True, respawn_delay=RESPAWN_DELAY_S))
     return actions

@@ -6,6 +6,7 @@ Plain functions and classes only (no fixtures), like core_fixtures.py.
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,8 +39,13 @@ def installed_or_skip(executable: str) -> tuple[Path, Path]:
 
 
 def graph_environment(domain_id: int) -> dict[str, str]:
+    """The environment of a test's node processes: DDS on this machine in the given
+    domain, and a home of their own, so that the installed parameters' partner store and
+    session journals (~/.ros/cecm_ros) are fresh for every test graph and the user's own
+    are never touched."""
     env = dict(os.environ)
-    env.update({'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+    env.update({'HOME': tempfile.mkdtemp(prefix='cecm_test_home_'),
+                'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
                 'RMW_IMPLEMENTATION': env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
                 'RCUTILS_CONSOLE_OUTPUT_FORMAT': '[{severity}] [{name}]: {message}',
                 'PYTHONUNBUFFERED': '1'})

@@ -194,6 +194,27 @@ def test_validate_task_rejects_empty_and_unknown_goals(model):
         model.validate_task(make_task('g', {'(item-at plate garage)'}))
 
 
+def test_applicable_actions_of_an_agent_in_a_state(model):
+    task = make_task('a', (), robot='kitchen', human='study',
+                     items={'plate': 'kitchen', 'bowl': 'study', 'toothbrush': 'kitchen',
+                            'blanket': 'bedroom'}, dirty={'plate'})
+    state = model.state_from_atoms(task.initial)
+    robot = model.applicable_actions(state, ROBOT)
+    assert set(robot) == {
+        '(move robot kitchen living_room)', '(move robot kitchen bedroom)',
+        '(move robot kitchen study)', '(move robot kitchen bathroom)',
+        '(pick robot plate kitchen)', '(pick robot toothbrush kitchen)'}
+    assert len(robot) == len(set(robot))
+    assert '(pick human bowl study)' in model.applicable_actions(state, HUMAN)
+    # Holding the dirty plate in the kitchen (the sink): place and wash, no pick.
+    holding = model.action('(pick robot plate kitchen)').apply(state)
+    after = set(model.applicable_actions(holding, ROBOT))
+    assert {'(place robot plate kitchen)', '(wash robot plate kitchen)'} <= after
+    assert not any(name.startswith('(pick robot') for name in after)
+    with pytest.raises(UnknownNameError, match='unknown agent'):
+        model.applicable_actions(state, 'cat')
+
+
 def test_human_capable(model):
     vector = model.catalog.vector_without(['pick_kitchen'])
     assert not model.human_capable(model.action('(pick human plate kitchen)'), vector)

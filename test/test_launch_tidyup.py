@@ -42,8 +42,10 @@ SESSION_TIMEOUT_S = 240.0
 # Held for the life of this test process (see cecm_ros/domain_ids.py).
 DOMAIN = reserve_domain_id()
 DOMAIN_ID = str(DOMAIN.domain_id)
-# A partner store of this test's own (the installed parameters keep one in ~/.ros).
-STORE = os.path.join(tempfile.mkdtemp(prefix='cecm_launch_test_'), 'partners.sqlite')
+# A home of this test's own: the installed parameters keep a partner store and session
+# journals in ~/.ros/cecm_ros, which must be fresh here and never the user's.
+HOME = tempfile.mkdtemp(prefix='cecm_launch_test_')
+STORE = os.path.join(HOME, 'partners.sqlite')
 
 
 @pytest.mark.launch_test
@@ -55,6 +57,7 @@ def generate_test_description():
                                'tidyup_sim.launch.py')
     return launch.LaunchDescription([
         launch.actions.SetEnvironmentVariable('ROS_DOMAIN_ID', DOMAIN_ID),
+        launch.actions.SetEnvironmentVariable('HOME', HOME),
         launch.actions.SetEnvironmentVariable('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST'),
         launch.actions.IncludeLaunchDescription(
             PythonLaunchDescriptionSource(launch_file),

@@ -321,6 +321,16 @@ class TidyUpModel:
                     f'{self.household.name!r}')
         raise UnknownNameError(f'action {text!r} does not exist (wrong arguments?)')
 
+    def applicable_actions(self, state: int, agent: str) -> list[str]:
+        """Canonical names of ``agent``'s ground actions applicable in ``state``.
+
+        What a person may tell the robot to do instead of its intent (a correction
+        panel offers these, never free text). Capabilities are not consulted: the robot
+        has them all, and for the human they are what is being estimated.
+        """
+        self.household.check_agent(agent)
+        return [a.name for a in self.actions if a.agent == agent and a.applicable(state)]
+
     def _inert_capabilities(self) -> np.ndarray:
         live = np.zeros(len(self.catalog), dtype=bool)
         for action in self.actions:

@@ -62,6 +62,10 @@ QOS_TEAM_STATE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50,
 QOS_EVENTS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
+# A session's per-task reports: a late subscriber (a browser panel) gets its history.
+QOS_HISTORY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 # Threads of every node's MultiThreadedExecutor (run_node).
 EXECUTOR_THREADS = 8

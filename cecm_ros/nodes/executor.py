@@ -22,7 +22,14 @@ from rclpy.action.server import ServerGoalHandle
 from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.planner import JointPlan as CorePlan
-from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TeamState
+from cecm_ros.msg import (
+    Correction,
+    CorrectionStatus,
+    JointPlan,
+    RobotIntent,
+    StepResult,
+    TeamState,
+)
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
@@ -54,6 +61,10 @@ class Executor(CecmNode):
                      'How long to wait for a Correction after announcing an intent; a '
                      'confirmation ends the wait early, silence means consent',
                      low=0.0, high=3600.0)
+        self.declare('intent_subscribers', 1,
+                     "Before a task's first intent, wait (up to correction_window_s) until "
+                     'this many subscribers listen on robot/intent: 2 with a web_panel beside '
+                     'the partner, which must not miss the intent', low=1, high=100)
         self.declare('max_steps', 100, 'Joint steps after which a task is aborted',
                      low=1, high=10_000)
         for kind in DEFAULT_SKILLS:
@@ -96,9 +107,12 @@ class Executor(CecmNode):
                                                         QOS_EVENTS)
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'robot/joint_plan',
                                                         QOS_LATCHED)
+        # Every correction's verdict, for senders that show it (web_panel).
+        self.status_pub = self.create_lifecycle_publisher(
+            CorrectionStatus, 'robot/correction_status', QOS_EVENTS)
         self._entities = [
             self.plan_client, *self.skill_clients.values(), self.intent_pub, self.step_pub,
-            self.plan_pub,
+            self.plan_pub, self.status_pub,
             self.create_subscription(TeamState, 'team_state',
                                      self.guarded(self._on_team_state, 'team_state'),
                                      QOS_TEAM_STATE, callback_group=self.group),
@@ -133,6 +147,7 @@ class Executor(CecmNode):
 
     def _on_correction(self, msg: Correction) -> None:
         """Accept a correction (from anyone) for the step whose window is open."""
+        answer = None
         with self.locked():
             task_id, step = self.task_id, self.awaiting_step
             problem = ''
@@ -161,10 +176,15 @@ class Executor(CecmNode):
                         problem = (f'step {step} already has an answer from '
                                    f'{self.correction.sender or "someone"}')
                     else:
-                        self.correction = Correction(
+                        self.correction = answer = Correction(
                             header=msg.header, task_id=msg.task_id, step=msg.step,
                             intended_action=self.intent, corrected_action=corrected,
                             sender=msg.sender)
+        shown = answer or msg
+        self.status_pub.publish(CorrectionStatus(
+            header=msg.header, task_id=msg.task_id, step=msg.step, sender=msg.sender,
+            intended_action=shown.intended_action, corrected_action=shown.corrected_action,
+            accepted=answer is not None, reason=problem))
         if problem:
             self.get_logger().warning(
                 f'ignoring correction from {msg.sender or "an unnamed sender"} '
@@ -242,10 +262,14 @@ class Executor(CecmNode):
         plan = self._plan(task, state, partner_id)
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
-        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() > 0,
+        listeners = max(1, self.param('intent_subscribers'))
+        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() >= listeners,
                                self.window):
-            self.get_logger().warning(f'task {task.task_id}: nobody listens on robot/intent; '
-                                      'going ahead without corrections')
+            heard = self.intent_pub.get_subscription_count()
+            self.get_logger().warning(
+                f'task {task.task_id}: nobody listens on robot/intent; going ahead without '
+                'corrections' if not heard else f'task {task.task_id}: {heard} of the '
+                f'{listeners} expected subscribers listen on robot/intent; going ahead')
         index = corrections = decisions = 0
         step = 0
         trajectory = [first]

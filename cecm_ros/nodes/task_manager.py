@@ -60,11 +60,13 @@ from cecm_ros.msg import (
     GraphStatus,
     JointPlan,
     TaskOutcome,
+    TaskReport,
     TaskRequest,
     TeamState,
 )
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
+    QOS_HISTORY,
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
@@ -203,9 +205,11 @@ class TaskManager(CecmNode):
                                             callback_group=self.group)
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
+        self.report_pub = self.create_lifecycle_publisher(TaskReport, '~/task_report',
+                                                          QOS_HISTORY)
         self._entities = [
             self.rank_client, self.progress_client, self.reset_client, self.run_client,
-            self.estimate_client, self.request_pub,
+            self.estimate_client, self.request_pub, self.report_pub,
             self.create_subscription(CapabilityBelief, 'capability_belief',
                                      self.guarded(self._on_belief, 'capability_belief'),
                                      QOS_LATCHED, callback_group=self.group),
@@ -667,6 +671,16 @@ class TaskManager(CecmNode):
             f'accepted={result.accepted_samples}{decided} steps={len(trajectory) - 1} '
             f'({time.perf_counter() - started:.1f} s); estimate lacks '
             f'{self.model.catalog.describe_missing(estimate)}')
+        report = TaskReport(
+            task_id=task.task_id, index=index + 1, count=count,
+            corrections=result.corrections, robot_decisions=result.robot_decisions,
+            iou=float(result.iou), hamming=float(result.hamming),
+            hamming_active=float(result.hamming_active),
+            heldout_agreement=float(result.heldout_agreement),
+            accepted_samples=int(result.accepted_samples), decided=int(result.decided),
+            status=list(belief.status), goal_reached=bool(result.goal_reached))
+        report.header.stamp = self.stamp()
+        self.report_pub.publish(report)
         return result
 
     def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float,

@@ -1,0 +1,816 @@
+// The cecm_ros correction panel: a small rosbridge v2 client of the web_panel node.
+//
+// Everything shown comes from topics the node relays (subscribe -> publish) and from
+// /web_panel/session, which the node derives (the open step, the actions that apply,
+// the countdown). Answers go out as Correction messages (publish on robot/correction);
+// the node returns the executor's verdict as a status message with the same id.
+// On a dropped connection the page reconnects with exponential backoff and subscribes
+// again; the node replays what it caches, so the page resumes where the graph is.
+'use strict';
+
+(function () {
+  const query = new URLSearchParams(window.location.search);
+  const token = query.get('token') || '';
+  const tokenQuery = token ? '?token=' + encodeURIComponent(token) : '';
+  const SVG = 'http://www.w3.org/2000/svg';
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    layout: null,
+    session: null,          // the latest /web_panel/session message
+    sessionAt: 0,           // performance.now() when it arrived (for the countdown)
+    belief: null,
+    previousBelief: null,   // the belief before the latest task, for the change
+    task: null,             // the latest TaskRequest
+    teamTask: '',
+    teamStates: new Map(),  // step -> TeamState of the current task
+    steps: new Map(),       // step -> StepResult of the current task
+    robotPlan: null,
+    reports: [],            // TaskReports in arrival order
+    pending: new Map(),     // publish/call id -> what was asked
+    connected: false,
+    connections: 0,         // WebSocket connections opened so far (1 + reconnects)
+  };
+
+  // ------------------------------------------------------------------- wording
+  const pretty = (name) => String(name).replace(/_/g, ' ');
+
+  function parseAction(text) {
+    if (!text || text === 'noop' || text === 'wait') return { schema: 'noop', args: [] };
+    const parts = String(text).replace(/[()]/g, ' ').trim().split(/\s+/);
+    return { schema: parts[0], args: parts.slice(1) };
+  }
+
+  // "(move robot kitchen study)" -> "go to the study" (short: "go to study")
+  function describe(text, short) {
+    const { schema, args } = parseAction(text);
+    const the = short ? '' : 'the ';
+    switch (schema) {
+      case 'noop': return 'wait';
+      case 'move': return 'go to ' + the + pretty(args[2]);
+      case 'pick': return 'pick up ' + the + pretty(args[1]);
+      case 'place': return 'put ' + the + pretty(args[1]) + ' down';
+      case 'wash': return 'wash ' + the + pretty(args[1]);
+      default: return String(text);
+    }
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'style') Object.assign(node.style, value);   // CSSOM: allowed by the CSP
+      else if (key === 'text') node.textContent = value;
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) {
+        node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      }
+    }
+    return node;
+  }
+
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // ------------------------------------------------------------------ the bridge
+  class Bridge {
+    constructor(url) {
+      this.url = url;
+      this.ws = null;
+      this.attempt = 0;
+      this.topics = new Map();     // topic -> {type, handler}
+      this.serviceAnswers = new Map();
+      this.nextId = 1;
+      this.retry = null;
+    }
+
+    id(prefix) { return prefix + ':' + (this.nextId++); }
+
+    subscribe(topic, type, handler) {
+      this.topics.set(topic, { type, handler });
+      this.send({ op: 'subscribe', id: this.id('subscribe'), topic, type });
+    }
+
+    send(message) {
+      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+      this.ws.send(JSON.stringify(message));
+      return true;
+    }
+
+    connect() {
+      clearTimeout(this.retry);
+      setConnection('connecting', this.attempt ? 'reconnecting…' : 'connecting…');
+      const ws = new WebSocket(this.url);
+      this.ws = ws;
+      ws.onopen = () => {
+        this.attempt = 0;
+        state.connections += 1;
+        setConnection('connected', 'connected');
+        for (const [topic, { type }] of this.topics) {
+          this.send({ op: 'subscribe', id: this.id('subscribe'), topic, type });
+        }
+      };
+      ws.onmessage = (event) => {
+        let message;
+        try { message = JSON.parse(event.data); } catch (error) { return; }
+        this.dispatch(message);
+      };
+      ws.onclose = () => {
+        if (this.ws !== ws) return;
+        this.ws = null;
+        const delay = Math.min(10000, 500 * 2 ** this.attempt) * (0.75 + Math.random() * 0.5);
+        this.attempt += 1;
+        setConnection('offline', 'offline: reconnecting in ' + Math.ceil(delay / 1000) +
+                      ' s (attempt ' + this.attempt + ')');
+        this.retry = setTimeout(() => this.connect(), delay);
+      };
+    }
+
+    dispatch(message) {
+      if (message.op === 'publish') {
+        const entry = this.topics.get(message.topic);
+        if (entry) entry.handler(message.msg);
+      } else if (message.op === 'status') {
+        onStatus(message);
+      } else if (message.op === 'service_response') {
+        const done = this.serviceAnswers.get(message.id);
+        this.serviceAnswers.delete(message.id);
+        if (done) done(message);
+      }
+    }
+
+    callService(service, args, done) {
+      const id = this.id('call');
+      this.serviceAnswers.set(id, done);
+      if (!this.send({ op: 'call_service', id, service, args })) {
+        this.serviceAnswers.delete(id);
+        done({ result: false, values: 'not connected' });
+      }
+    }
+
+    drop() { if (this.ws) this.ws.close(4000, 'dropped on purpose'); }
+  }
+
+  function setConnection(kind, text) {
+    state.connected = kind === 'connected';
+    const node = $('conn');
+    node.className = 'conn ' + kind;
+    node.textContent = text;
+    renderIntent();
+  }
+
+  // ------------------------------------------------------------------ messages
+  function onBelief(msg) {
+    const current = state.belief;
+    if (current && msg.tasks_seen > current.tasks_seen) state.previousBelief = current;
+    else if (current && msg.tasks_seen < current.tasks_seen) state.previousBelief = null;
+    state.belief = msg;
+    renderBelief();
+  }
+
+  function onTeamState(msg) {
+    if (msg.task_id !== state.teamTask || msg.step === 0) {
+      if (msg.task_id !== state.teamTask) state.teamStates = new Map();
+      state.teamTask = msg.task_id;
+    }
+    state.teamStates.set(msg.step, msg);
+    renderHouse();
+    renderGoal();
+    renderPlan();
+  }
+
+  function onTask(msg) {
+    if (!state.task || state.task.task_id !== msg.task_id) state.steps = new Map();
+    state.task = msg;
+    renderGoal();
+    renderPlan();
+    renderLabel();
+  }
+
+  function onStepResult(msg) {
+    if (state.task && msg.task_id !== state.task.task_id) return;
+    state.steps.set(msg.step, msg);
+    renderPlan();
+  }
+
+  function onReport(msg) {
+    const index = state.reports.findIndex((r) => r.task_id === msg.task_id);
+    if (index >= 0) state.reports[index] = msg;
+    else state.reports.push(msg);
+    renderHistory();
+    renderLabel();
+    renderIntent();
+  }
+
+  function onSession(msg) {
+    state.session = msg;
+    state.sessionAt = performance.now();
+    renderIntent();
+    renderPlan();
+    renderLabel();
+  }
+
+  function onStatus(message) {
+    const asked = message.id !== undefined ? state.pending.get(message.id) : undefined;
+    if (asked) {
+      // Kept until the next answer: the next step may open before it is read.
+      state.pending.delete(message.id);
+      const step = 'Step ' + asked.step + ': ';
+      if (message.level === 'info') feedback('Accepted: ' + step + asked.what + '.', 'ok');
+      else if (message.level === 'error') feedback('Refused: ' + step + message.msg, 'error');
+      else feedback(step + message.msg, 'warn');
+      return;
+    }
+    if (message.level === 'error' || message.level === 'warning') {
+      feedback('Panel: ' + message.msg, message.level === 'error' ? 'error' : 'warn');
+    }
+  }
+
+  function feedback(text, kind) {
+    const node = $('feedback');
+    node.textContent = text;
+    node.className = 'feedback' + (kind ? ' ' + kind : '');
+  }
+
+  // ------------------------------------------------------------------ answering
+  function openStep() {
+    return state.session ? state.session.open : null;
+  }
+
+  function remaining() {
+    const open = openStep();
+    if (!open || open.remaining_s === null || open.remaining_s === undefined) return null;
+    return open.remaining_s - (performance.now() - state.sessionAt) / 1000;
+  }
+
+  function canAnswer() {
+    const open = openStep();
+    if (!open || !state.connected || open.answer) return false;
+    const left = remaining();
+    return left === null || left > 0;
+  }
+
+  function send(step, action, what) {
+    const open = openStep();
+    const taskId = open ? open.task_id : (state.task ? state.task.task_id : '');
+    const id = bridge.id('correction');
+    const message = {
+      op: 'publish', id, topic: state.layout.topics.correction,
+      msg: { task_id: taskId, step, intended_action: open && open.step === step ?
+        open.intended_action : '', corrected_action: action },
+    };
+    if (!bridge.send(message)) {
+      feedback('Not sent: the panel is not connected.', 'error');
+      return null;
+    }
+    state.pending.set(id, { what, step });
+    feedback('Sent: step ' + step + ', ' + what + '; waiting for the robot…', '');
+    return id;
+  }
+
+  function answer(action, what) {
+    const open = openStep();
+    if (!canAnswer()) return;
+    send(open.step, action, what);
+  }
+
+  function agree() {
+    const open = openStep();
+    if (open) answer(open.intended_action, 'agreed: ' + describe(open.intended_action));
+  }
+
+  function wait() { answer('noop', 'the robot waits this step'); }
+
+  function alternatives() {
+    const open = openStep();
+    if (!open) return [];
+    return open.actions.filter((a) => a !== 'noop' && a !== open.intended_action);
+  }
+
+  // -------------------------------------------------------------------- intent
+  // The control that matches the partner's own plan gets a "your plan" mark.
+  function suggest(button, yes) {
+    button.classList.toggle('suggested', Boolean(yes));
+    const old = button.querySelector('.your-plan');
+    if (old) old.remove();
+    if (yes) button.append(el('span', { class: 'your-plan', text: 'your plan' }));
+  }
+
+  function renderIntent() {
+    const body = $('intent-body');
+    if (!body) return;
+    const open = openStep();
+    const answerable = canAnswer();
+    $('agree').disabled = !answerable;
+    $('wait').disabled = !answerable;
+    const expects = open && !open.answer ? open.partner_plan_expects : null;
+    suggest($('agree'), expects && expects === open.intended_action);
+    suggest($('wait'), expects === 'noop' && open.intended_action !== 'noop');
+    body.replaceChildren();
+    const list = $('alternatives');
+    list.replaceChildren();
+    if (!open) {
+      body.dataset.step = '';
+      body.append(el('p', { class: 'muted', text: state.connected ?
+        'No step is waiting for you.' : 'Not connected to the robot.' }));
+      const done = sessionFinished();
+      if (done) body.append(el('p', { class: 'banner', text: 'Session finished: ' +
+        done.count + ' tasks. Start another from the top bar when the task manager runs.' }));
+      $('start-session').hidden = !(done && state.layout && state.layout.services &&
+        ('/task_manager/start' in state.layout.services));
+      tick();
+      return;
+    }
+    $('start-session').hidden = true;
+    body.dataset.step = String(open.step);
+    body.dataset.task = open.task_id;
+    body.append(el('div', { class: 'step', text: 'Step ' + open.step + ' · the robot intends to' }));
+    body.append(el('div', { class: 'action', id: 'intended', 'data-action': open.intended_action },
+      describe(open.intended_action)));
+    body.append(el('code', { text: open.intended_action }));
+    if (open.answer) {
+      const how = open.answer.agreed ? 'agreed' : (open.answer.corrected_action === 'noop' ?
+        'wait' : describe(open.answer.corrected_action));
+      body.append(el('p', { class: 'answered', id: 'answered' },
+        'Answered by ' + open.answer.sender + ': ' + how + '. The robot acts now.'));
+    } else if (open.partner_plan_expects) {
+      body.append(el('p', { class: 'hint' }, 'Your (simulated) plan has the robot ' +
+        describe(open.partner_plan_expects) + ' here.'));
+    }
+    const options = alternatives();
+    options.forEach((action, index) => {
+      const key = index < 9 ? String(index + 1) : null;
+      const button = el('button', {
+        type: 'button', disabled: !answerable, 'data-action': action,
+        'aria-keyshortcuts': key, title: action,
+        onclick: () => answer(action, 'do ' + describe(action) + ' instead'),
+      }, el('span', { class: 'label' }, key ? el('kbd', { text: key }) : null, ' ',
+        describe(action, true)), el('code', { text: action }));
+      suggest(button, expects === action);
+      list.append(button);
+    });
+    if (!options.length) {
+      list.append(el('p', { class: 'none', text: open.actions_problem ||
+        'No other robot action applies in this state.' }));
+    }
+    tick();
+  }
+
+  function tick() {
+    const open = openStep();
+    const fill = $('countdown-fill');
+    const text = $('countdown-text');
+    const window_s = state.session ? state.session.correction_window_s : null;
+    const left = remaining();
+    if (!open || open.answer) {
+      fill.style.width = '0';
+      text.textContent = open && open.answer ? '' : '';
+      return;
+    }
+    if (left === null || !window_s) {
+      fill.style.width = '100%';
+      text.textContent = 'Answer before the robot\'s correction window closes.';
+      return;
+    }
+    const clamped = Math.max(0, left);
+    fill.style.width = (100 * clamped / window_s).toFixed(1) + '%';
+    fill.className = clamped < Math.min(5, window_s / 4) ? 'low' : '';
+    if (clamped > 0) {
+      text.textContent = Math.ceil(clamped) + ' s left to answer; silence means the robot ' +
+        'goes ahead.';
+    } else {
+      text.textContent = 'Time is up: the robot goes ahead as announced.';
+      if (!$('agree').disabled) renderIntent();
+    }
+  }
+
+  // --------------------------------------------------------------------- house
+  function latestState() {
+    if (!state.teamStates.size) return null;
+    return state.teamStates.get(Math.max(...state.teamStates.keys()));
+  }
+
+  function facts(teamState) {
+    const found = { at: {}, item: {}, holding: {}, dirty: new Set() };
+    if (!teamState) return found;
+    for (const prop of teamState.true_propositions) {
+      const { schema, args } = parseAction(prop);
+      if (schema === 'agent-at') found.at[args[0]] = args[1];
+      else if (schema === 'item-at') found.item[args[0]] = args[1];
+      else if (schema === 'holding') found.holding[args[0]] = args[1];
+      else if (schema === 'dirty') found.dirty.add(args[0]);
+    }
+    return found;
+  }
+
+  function goals() {
+    const wanted = {};
+    if (!state.task) return wanted;
+    for (const prop of state.task.goal_propositions) {
+      const { schema, args } = parseAction(prop);
+      const item = args[0];
+      wanted[item] = wanted[item] || { room: null, clean: false, props: [] };
+      if (schema === 'item-at') wanted[item].room = args[1];
+      if (schema === 'clean') wanted[item].clean = true;
+      wanted[item].props.push(prop);
+    }
+    return wanted;
+  }
+
+  function renderHouse() {
+    const layout = state.layout;
+    const drawing = $('house');
+    if (!layout || !drawing) return;
+    drawing.replaceChildren();
+    const rooms = layout.rooms;
+    const cols = rooms.length <= 4 ? 2 : 3;
+    const rows = Math.ceil(rooms.length / cols);
+    const gap = 16;
+    const width = (420 - 8 - gap * (cols - 1)) / cols;
+    const height = (250 - 8 - gap * (rows - 1)) / rows;
+    const box = {};
+    rooms.forEach((room, i) => {
+      const x = 4 + (i % cols) * (width + gap);
+      const y = 4 + Math.floor(i / cols) * (height + gap);
+      box[room] = { x, y, cx: x + width / 2, cy: y + height / 2 };
+    });
+    const doors = layout.doors || [];
+    for (const [a, b] of doors) {
+      drawing.append(svg('line', { class: 'door', x1: box[a].cx, y1: box[a].cy,
+                                   x2: box[b].cx, y2: box[b].cy }));
+    }
+    const now = facts(latestState());
+    const wanted = goals();
+    const sinks = new Set(layout.sinks);
+    for (const room of rooms) {
+      const { x, y } = box[room];
+      const group = svg('g', { 'data-room': room });
+      group.append(svg('rect', { class: 'room', x, y, width, height, rx: 8 }));
+      group.append(svg('text', { class: 'room-name', x: x + 6, y: y + 14 }, pretty(room)));
+      if (sinks.has(room)) {
+        group.append(svg('rect', { class: 'sink', x: x + width - 30, y: y + 4, width: 26,
+                                   height: 12, rx: 3 }));
+        group.append(svg('text', { class: 'sink-text', x: x + width - 26, y: y + 13 }, 'sink'));
+      }
+      let line = y + 20;
+      for (const agent of ['robot', 'human']) {
+        if (now.at[agent] !== room) continue;
+        const g = svg('g', { class: 'agent ' + agent, 'data-agent': agent });
+        if (agent === 'robot') g.append(svg('rect', { x: x + 6, y: line, width: 16, height: 16, rx: 3 }));
+        else g.append(svg('circle', { cx: x + 14, cy: line + 8, r: 8 }));
+        g.append(svg('text', { x: x + 10.5, y: line + 12 }, agent === 'robot' ? 'R' : 'H'));
+        const held = now.holding[agent];
+        g.append(svg('text', { class: 'holding', x: x + 26, y: line + 12 },
+          (agent === 'robot' ? 'robot' : 'you') + (held ? ' · holds ' + held +
+            (now.dirty.has(held) ? ' (dirty)' : '') : '')));
+        group.append(g);
+        line += 19;
+      }
+      const items = layout.items.map((i) => i.name).filter((name) => now.item[name] === room);
+      const chipWidth = (width - 16) / 2;
+      items.forEach((name, i) => {
+        const cx = x + 6 + (i % 2) * (chipWidth + 4);
+        const cy = line + 3 + Math.floor(i / 2) * 18;
+        const dirty = now.dirty.has(name);
+        const g = svg('g', { class: 'item ' + (dirty ? 'dirty' : 'clean'), 'data-item': name });
+        g.append(svg('rect', { x: cx, y: cy, width: chipWidth, height: 15, rx: 4 }));
+        g.append(svg('text', { x: cx + 4, y: cy + 11 }, name));
+        g.append(svg('title', {}, name + (dirty ? ' (dirty)' : ' (clean)')));
+        group.append(g);
+      });
+      const due = Object.entries(wanted).filter(([, goal]) => goal.room === room)
+        .map(([item, goal]) => item + (now.item[item] === room &&
+          !(goal.clean && now.dirty.has(item)) ? ' ✓' : ''));
+      if (due.length) {
+        let text = 'goal: ' + due.join(', ');
+        if (text.length > 30) text = text.slice(0, 29) + '…';
+        group.append(svg('text', { class: 'goal-text', x: x + 6, y: y + height - 6 }, text));
+      }
+      drawing.append(group);
+    }
+    const where = (agent) => now.at[agent] ? 'in the ' + pretty(now.at[agent]) +
+      (now.holding[agent] ? ', holding the ' + now.holding[agent] : ', hands free') : 'not seen yet';
+    $('house-desc').textContent = 'Robot (R) ' + where('robot') + '; you (H) ' + where('human') +
+      '. ' + (layout.doors ? 'Doors: ' + layout.doors.map(([a, b]) => pretty(a) + '–' +
+      pretty(b)).join(', ') + '.' : 'Every room opens onto every other.') +
+      ' Green items are clean, dashed brown ones dirty.';
+  }
+
+  // ----------------------------------------------------------------- goal, plan
+  function renderGoal() {
+    const node = $('goal');
+    if (!state.task) { node.textContent = 'No task yet.'; return; }
+    const now = facts(state.task && state.teamTask === state.task.task_id ? latestState() : null);
+    node.replaceChildren(el('strong', { text: 'Goal: ' }));
+    for (const [item, goal] of Object.entries(goals())) {
+      const placed = !goal.room || now.item[item] === goal.room;
+      const washed = !goal.clean || !now.dirty.has(item);
+      const done = placed && washed && state.teamTask === state.task.task_id;
+      node.append(el('span', { class: 'g' + (done ? ' done' : ''), 'data-item': item },
+        item + (goal.room ? ' → ' + pretty(goal.room) : '') + (goal.clean ? ', clean' : '') +
+        (done ? ' ✓' : '')));
+    }
+  }
+
+  function renderPlan() {
+    const body = document.querySelector('#plan tbody');
+    if (!body) return;
+    body.replaceChildren();
+    const task = state.task ? state.task.task_id : '';
+    const session = state.session;
+    const plan = state.robotPlan && state.robotPlan.task_id === task ? state.robotPlan : null;
+    const offset = plan && session && session.task_id === task ? session.plan_offset : 0;
+    const open = openStep();
+    const current = open && open.task_id === task ? open.step :
+      (session && session.task_id === task && session.step !== null ? session.step : null);
+    const rows = [];
+    const actual = (t) => {
+      const result = state.steps.get(t);
+      const after = state.teamStates.get(t + 1);
+      if (!result) return null;
+      return { robot: result.action, human: after ? after.human_action : '?',
+               corrected: result.corrected };
+    };
+    for (let t = 0; t < offset; t += 1) {
+      const done = actual(t);
+      rows.push({ t, robot: done ? done.robot : '?', human: done ? done.human : '?',
+                  corrected: done && done.corrected });
+    }
+    if (plan) {
+      plan.steps.forEach((step, i) => {
+        const t = offset + i;
+        const done = current !== null && t < current ? actual(t) : null;
+        rows.push(done ? { t, robot: done.robot, human: done.human, corrected: done.corrected }
+          : { t, robot: step.robot_action, human: step.human_action, corrected: false });
+      });
+    }
+    let currentRow = null;
+    for (const row of rows) {
+      const tr = el('tr', { 'data-step': row.t, class: current === null ? '' :
+        (row.t < current ? 'done' : (row.t === current ? 'current' : '')) });
+      tr.append(el('td', { text: String(row.t) }));
+      const robotCell = el('td', { class: 'robot' + (row.robot === 'noop' ? ' idle' : ''),
+        title: row.robot }, describe(row.robot, true));
+      if (row.corrected) robotCell.append(el('span', { class: 'tag', text: 'corrected' }));
+      tr.append(robotCell);
+      tr.append(el('td', { class: 'human' + (row.human === 'noop' || !row.human ? ' idle' : ''),
+        title: row.human }, row.human ? describe(row.human, true) : '—'));
+      body.append(tr);
+      if (row.t === current) currentRow = tr;
+    }
+    if (!rows.length) {
+      body.append(el('tr', {}, el('td', { colspan: 3, class: 'idle',
+        text: 'No plan for this task yet.' })));
+    }
+    const summary = $('plan-summary');
+    if (plan) {
+      const remainingSteps = plan.steps.filter((s, i) => current === null || offset + i >= current);
+      const mine = remainingSteps.filter((s) => s.robot_action !== 'noop').length;
+      const yours = remainingSteps.filter((s) => s.human_action !== 'noop').length;
+      summary.textContent = 'Plan from step ' + offset + ' (' + plan.planned_for +
+        '): still to do, robot ' + mine + ' action' + (mine === 1 ? '' : 's') + ', partner ' +
+        yours + '.';
+    } else {
+      summary.textContent = '';
+    }
+    if (currentRow) {
+      const box = currentRow.closest('.plan-scroll');
+      const top = currentRow.offsetTop - box.clientHeight / 3;
+      box.scrollTop = Math.max(0, top);
+    }
+  }
+
+  // -------------------------------------------------------------------- belief
+  // What a bar says in words: only known_* reads as a fact; a guess ends in '?'.
+  const VERDICTS = {
+    known_present: () => 'can (known)',
+    known_absent: () => "can't (known)",
+    undecided: (has) => (has ? 'can?' : "can't?") + ' undecided',
+    never_exercised: (has) => (has ? 'can?' : "can't?") + ' untested',
+    inert: () => 'inert here',
+    unreported: (has) => 'est.: ' + (has ? 'can' : "can't"),
+  };
+
+  function renderBelief() {
+    const belief = state.belief;
+    const list = $('bars');
+    if (!belief || !list) return;
+    const layout = state.layout;
+    const descriptions = {};
+    if (layout) for (const c of layout.capabilities) descriptions[c.name] = c.description;
+    const previous = state.previousBelief && state.previousBelief.capability_names.join() ===
+      belief.capability_names.join() ? state.previousBelief : null;
+    list.replaceChildren();
+    belief.capability_names.forEach((name, i) => {
+      const theta = belief.theta[i];
+      const has = belief.estimate[i];
+      const status = belief.status.length ? belief.status[i] : 'unreported';
+      const confounded = belief.confounded_with.length ? belief.confounded_with[i] : '';
+      const percent = Math.round(100 * theta);
+      const verdict = (VERDICTS[status] || VERDICTS.unreported)(has);
+      let why = (descriptions[name] || name) + ': P = ' + theta.toFixed(2) + '; ' + verdict;
+      if (status === 'undecided') {
+        why += ' (the evidence allows both' + (confounded ? '; confounded with ' +
+          confounded.split(',').join(', ') : '') + '; the robot plans as if you ' +
+          (has ? 'can' : 'cannot') + ')';
+      }
+      const track = el('div', { class: 'bar-track', role: 'meter', 'aria-valuemin': 0,
+        'aria-valuemax': 1, 'aria-valuenow': theta, 'aria-label': why });
+      track.append(el('div', { class: 'bar-fill ' + status, style: { width: percent + '%' } }));
+      let delta = null;
+      if (previous) {
+        const before = previous.theta[i];
+        track.append(el('div', { class: 'bar-prev',
+          style: { left: 'calc(' + (100 * before).toFixed(1) + '% - 1px)' } }));
+        const change = theta - before;
+        if (Math.abs(change) >= 0.005) {
+          delta = el('span', { class: 'delta ' + (change > 0 ? 'up' : 'down') },
+            (change > 0 ? '+' : '−') + Math.abs(change).toFixed(2));
+        }
+      }
+      track.append(el('span', { class: 'bar-val' }, theta.toFixed(2), delta));
+      list.append(el('li', {
+        class: 'bar-row', title: why, 'data-name': name, 'data-theta': String(theta),
+        'data-status': status, 'data-estimate': String(has),
+      }, el('span', { class: 'name', text: name }), track,
+      el('span', { class: 'verdict ' + status, text: verdict })));
+    });
+    const decided = belief.status.filter((s) => s === 'known_present' || s === 'known_absent')
+      .length;
+    const method = belief.method + (belief.inference ? ' (' + belief.inference + ')' : '');
+    const parts = [method, 'after ' + belief.tasks_seen + ' task' +
+      (belief.tasks_seen === 1 ? '' : 's'), belief.accepted_samples + ' accepted samples',
+      belief.hypotheses + ' hypotheses left'];
+    parts.push(belief.status.length ? decided + ' of ' + belief.capability_names.length +
+      ' decided by the evidence' : 'this method does not say what the evidence decided');
+    $('belief-summary').textContent = parts.join(' · ') + '.';
+  }
+
+  // ------------------------------------------------------------------- history
+  function currentSession() {
+    let group = [];
+    let last = 0;
+    for (const report of state.reports) {
+      if (report.index <= last) group = [];
+      group.push(report);
+      last = report.index;
+    }
+    return group;
+  }
+
+  function sessionFinished() {
+    const reports = currentSession();
+    const last = reports[reports.length - 1];
+    if (!last || last.index < last.count) return null;
+    if (state.task && state.task.task_id !== last.task_id) return null;
+    return last;
+  }
+
+  function chart(title, series) {
+    const figure = el('figure', { class: 'chart' }, el('figcaption', { text: title }));
+    const drawing = svg('svg', { viewBox: '0 0 130 78', role: 'img', 'aria-label': title });
+    drawing.append(svg('line', { class: 'axis', x1: 14, y1: 8, x2: 14, y2: 62 }));
+    drawing.append(svg('line', { class: 'axis', x1: 14, y1: 62, x2: 126, y2: 62 }));
+    drawing.append(svg('text', { class: 'tick-label', x: 2, y: 65 }, '0'));
+    drawing.append(svg('text', { class: 'tick-label', x: 2, y: 11 }, '1'));
+    const count = Math.max(...series.map((s) => s.values.length), 1);
+    const px = (i) => 26 + (count === 1 ? 45 : i * (90 / (count - 1)));
+    const py = (v) => 62 - Math.max(0, Math.min(1, v)) * 54;
+    for (let i = 0; i < count; i += 1) {
+      drawing.append(svg('text', { class: 'tick-label', x: px(i), y: 75, 'text-anchor': 'middle' },
+        String(i + 1)));
+    }
+    for (const { values, color, labels } of series) {
+      const points = values.map((v, i) => [px(i), py(v)]).filter(([, y]) => !Number.isNaN(y));
+      if (points.length > 1) {
+        drawing.append(svg('polyline', { class: 'line', stroke: color,
+          points: points.map((p) => p.join(',')).join(' ') }));
+      }
+      values.forEach((v, i) => {
+        if (v === null || Number.isNaN(v)) return;
+        drawing.append(svg('circle', { cx: px(i), cy: py(v), r: 2.6, fill: color }));
+        if (labels) {
+          drawing.append(svg('text', { class: 'dot-label', x: px(i), y: Math.max(9, py(v) - 4),
+            'text-anchor': 'middle' }, labels[i]));
+        }
+      });
+    }
+    figure.append(drawing);
+    return figure;
+  }
+
+  function renderHistory() {
+    const reports = currentSession();
+    const charts = $('charts');
+    if (!charts) return;
+    charts.replaceChildren();
+    if (!reports.length) return;
+    const ratio = reports.map((r) => (r.robot_decisions ? r.corrections / r.robot_decisions : 0));
+    charts.append(chart('Corrections per robot decision', [{ values: ratio, color: '#cf3d3d',
+      labels: reports.map((r) => r.corrections + '/' + r.robot_decisions) }]));
+    charts.append(chart('Plan overlap (IoU)', [{ values: reports.map((r) => r.iou),
+      color: '#2f6fdb', labels: reports.map((r) => r.iou.toFixed(2)) }]));
+    charts.append(chart('Hamming distance', [
+      { values: reports.map((r) => r.hamming_active), color: '#b6bfd0' },
+      { values: reports.map((r) => r.hamming), color: '#1d2330',
+        labels: reports.map((r) => r.hamming.toFixed(2)) }]));
+    const last = reports[reports.length - 1];
+    const heldout = last.heldout_agreement === null ? '' : '; held-out agreement ' +
+      last.heldout_agreement.toFixed(2);
+    $('history-note').textContent = reports.length + ' of ' + last.count + ' tasks done. Task ' +
+      last.index + ': ' + last.corrections + ' corrections in ' + last.robot_decisions +
+      ' robot decisions, ' + last.decided + ' capabilities decided' + heldout + (last.goal_reached
+        ? '; goal reached.' : '; goal NOT reached.') + ' Hamming: dark all capabilities, light ' +
+      'the non-inert ones.';
+  }
+
+  function renderLabel() {
+    const node = $('task-label');
+    if (!state.task) { node.textContent = 'Waiting for a task…'; return; }
+    const reports = currentSession();
+    const last = reports[reports.length - 1];
+    const reported = reports.some((r) => r.task_id === state.task.task_id);
+    const index = reported ? reports.find((r) => r.task_id === state.task.task_id).index :
+      (last && last.index < last.count ? last.index + 1 : 1);
+    const count = last ? ' of ' + last.count : '';
+    const step = state.session && state.session.task_id === state.task.task_id &&
+      state.session.step !== null ? ' · step ' + state.session.step : '';
+    node.textContent = 'Task ' + index + count + ' · ' + state.task.task_id + step;
+  }
+
+  // ---------------------------------------------------------------- keyboard
+  document.addEventListener('keydown', (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    const target = event.target;
+    if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
+    const key = event.key.toLowerCase();
+    if (key === 'a') agree();
+    else if (key === 'w') wait();
+    else if (/^[1-9]$/.test(key)) {
+      const action = alternatives()[Number(key) - 1];
+      if (action) answer(action, 'do ' + describe(action) + ' instead');
+    } else return;
+    event.preventDefault();
+  });
+  $('agree').addEventListener('click', agree);
+  $('wait').addEventListener('click', wait);
+  $('start-session').addEventListener('click', () => {
+    bridge.callService('/task_manager/start', { num_tasks: 0 }, (answer) => {
+      const values = answer.values;
+      if (answer.result && values.success) feedback('A new session started.', 'ok');
+      else feedback('No new session: ' + (answer.result ? values.message : values), 'error');
+    });
+  });
+
+  // ------------------------------------------------------------------- start
+  const scheme = window.location.protocol === 'https:' ? 'wss://' : 'ws://';
+  const bridge = new Bridge(scheme + window.location.host + '/ws' + tokenQuery);
+
+  async function loadLayout(attempt) {
+    try {
+      const response = await fetch('api/layout' + tokenQuery, { cache: 'no-store' });
+      if (response.status === 401 || response.status === 403) {
+        setConnection('offline', 'access denied: open the URL with its token');
+        return;
+      }
+      if (!response.ok) throw new Error('HTTP ' + response.status);
+      state.layout = await response.json();
+    } catch (error) {
+      const delay = Math.min(10000, 500 * 2 ** attempt);
+      setConnection('offline', 'cannot reach the panel: retrying in ' + Math.ceil(delay / 1000) +
+        ' s');
+      setTimeout(() => loadLayout(attempt + 1), delay);
+      return;
+    }
+    const topics = state.layout.topics;
+    const types = state.layout.types;
+    const subscribe = (key, handler) => bridge.subscribe(topics[key], types[topics[key]], handler);
+    subscribe('belief', onBelief);
+    subscribe('team_state', onTeamState);
+    subscribe('task', onTask);
+    subscribe('robot_plan', (msg) => { state.robotPlan = msg; renderPlan(); });
+    subscribe('step_result', onStepResult);
+    subscribe('report', onReport);
+    subscribe('session', onSession);
+    renderHouse();
+    bridge.connect();
+  }
+
+  setInterval(tick, 250);
+  loadLayout(0);
+
+  // For scripts and tests: the page's own connection, used exactly as the buttons use it.
+  window.cecmPanel = {
+    state,
+    correct: (step, action) => send(step, action, 'sent by script'),
+    dropConnection: () => bridge.drop(),
+  };
+}());
