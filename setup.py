@@ -24,6 +24,7 @@ NODES = [
     'simulated_human',
     'lifecycle_manager',
     'correction_console',
+    'session_recorder',
 ]
 
 
@@ -61,6 +62,8 @@ setup(
         'unified-planning',
         'up-fast-downward',
         'matplotlib',
+        'mcap',
+        'mcap-ros2-support',
     ],
     extras_require={'test': ['pytest<9']},
     zip_safe=False,

@@ -28,6 +28,7 @@ EXPECTED_NODES = {
     'simulated_human',
     'lifecycle_manager',
     'correction_console',
+    'session_recorder',
 }
 
 
