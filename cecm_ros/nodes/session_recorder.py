@@ -21,8 +21,10 @@ import sys
 import time
 from functools import partial
 
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
@@ -80,15 +82,13 @@ def _absolute(pattern: str) -> str:
 class SessionRecorder(Node):
     def __init__(self, **kwargs):
         super().__init__('session_recorder', **kwargs)
-        strings = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY)
         output = self.declare_parameter(
             'output', DEFAULT_OUTPUT, ParameterDescriptor(
                 description='MCAP file to write, or a folder (an existing one, or a path '
                             "ending in '/') for a timestamped session-*.mcap in it")).value
-        self.topics = [_absolute(t) for t in self.declare_parameter(
-            'topics', [], strings).value if t.strip()]
-        self.exclude = [_absolute(t) for t in self.declare_parameter(
-            'exclude', [], strings).value if t.strip()]
+        self.topics = self._names('topics', 'Record only these topics (names or shell '
+                                  "patterns such as '/robot/*'); none given = every topic")
+        self.exclude = self._names('exclude', "Never record these topics (e.g. '/rosout')")
         overwrite = self.declare_parameter('overwrite', False).value
         period = self.declare_parameter('discovery_period_s', 0.5).value
         flush = self.declare_parameter('flush_period_s', 1.0).value
@@ -113,6 +113,16 @@ class SessionRecorder(Node):
         self.discover()
         self.create_timer(period, self.discover)
         self.create_timer(flush, self.sink.flush)
+
+    def _names(self, name: str, description: str) -> list[str]:
+        """A list of topic names, absent by default (an empty list has no type in ROS)."""
+        self.declare_parameter(name, Parameter.Type.STRING_ARRAY,
+                               ParameterDescriptor(description=description))
+        try:
+            values = self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return []
+        return [_absolute(v) for v in values if v.strip()]
 
     # --------------------------------------------------------------- discovery
     def selected(self, topic: str) -> bool:
