@@ -292,7 +292,9 @@ def compare(belief: CapabilityBelief, reference: Reference,
     if gap > tolerance:
         differences.append(f'theta (up to {gap:.3f})')
     status = [r.status for r in belief.report]
-    if reference.status and status != reference.status:
+    if reference.status and not status:
+        differences.append('no evidence report (only the posterior keeps one)')
+    elif reference.status and status != reference.status:
         changed = [n for n, a, b in zip(reference.names, status, reference.status) if a != b]
         differences.append(f'evidence status of {", ".join(changed)}')
     return differences
@@ -354,9 +356,16 @@ def run(evidence: Evidence, model: TidyUpModel, method: str, settings: Estimator
             say(f'  {line}')
     if evidence.reference is not None:
         differences = compare(belief, evidence.reference)
-        verdict = ('identical (estimate, theta within 1e-6, evidence status)' if not differences
-                   else 'differs in ' + '; '.join(differences) + ' (were the estimator '
-                   'settings and the seed the same as the live ones?)')
+        if not differences:
+            verdict = 'identical (estimate, theta within 1e-6, evidence status)'
+        else:
+            verdict = 'differs in ' + '; '.join(differences)
+            if evidence.settings is None:
+                verdict += (' (were the estimator settings and the seed those of the live '
+                            'estimator? give them as options)')
+            elif (method, settings, seed) == (evidence.method, evidence.settings,
+                                              evidence.seed):
+                verdict += ' (with its own settings; see the notes above)'
         say(f'compared with {evidence.reference.label}: {verdict}')
     if out:
         belief_path, profile_path = write_outputs(out, evidence.partner_id, belief,

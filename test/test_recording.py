@@ -226,6 +226,23 @@ def test_a_recording_cut_off_by_a_crash_is_read_up_to_its_last_chunk(tmp_path):
         McapSink(path, definitions)
 
 
+def test_a_rosbag2_folder_is_read_through_its_mcap_files(tmp_path):
+    definitions = _installed_definitions()
+    folder = tmp_path / 'rosbag2_2025_01_01-00_00_00'
+    for index, step in enumerate((0, 1)):
+        sink = McapSink(folder / f'rosbag2_{index}.mcap', definitions)
+        sink.add_topic('/team_state', 'cecm_ros/msg/TeamState')
+        sink.write('/team_state', _serialize(_team_state('t', step, [])), step + 1, step + 1)
+        sink.close()
+    recording = read_recording(folder)
+    assert [m.message.step for m in recording.messages] == [0, 1]
+    assert len(recording.files) == 2 and recording.complete
+    (tmp_path / 'sqlite').mkdir()
+    (tmp_path / 'sqlite' / 'bag_0.db3').write_bytes(b'')
+    with pytest.raises(RecordingError, match='bag_0.db3: rosbag2 SQLite files; record with'):
+        read_recording(tmp_path / 'sqlite')
+
+
 def _cli(capsys, *args) -> tuple[int, str, str]:
     code = cecm(['estimate', *args])
     captured = capsys.readouterr()
