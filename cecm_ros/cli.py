@@ -387,10 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
         'estimate', help='re-estimate a partner offline from a recording or a task log',
         description='Replay recorded evidence through a fresh estimator and print the '
                     'belief. Estimator options default to the settings the belief was '
-                    'learned with (--from-store, --from-log) or to those of the live '
-                    "estimator's defaults (--from-recording; method and inference as "
-                    'recorded); give them to see what another estimator makes of the same '
-                    'evidence.')
+                    'learned with (--from-store, --from-log) or to the estimator '
+                    "node's defaults (--from-recording; method and inference as recorded); "
+                    'give them to see what another estimator makes of the same evidence.')
     _add_model_options(sub)
     source = sub.add_mutually_exclusive_group(required=True)
     source.add_argument('--from-recording', metavar='MCAP',
