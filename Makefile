@@ -71,20 +71,24 @@ ROS_BUILD := \
   ros-ament-cmake-ros-core==0.14.5 \
   colcon-common-extensions==0.3.0 \
   lark-parser==0.12.0
-# Planning, numerics, plotting.
+# Planning, numerics, plotting; MCAP session recordings.
 APP_DEPS := \
   numpy==2.4.6 \
   pyyaml==6.0.3 \
   unified-planning==1.3.0 \
   up-fast-downward==1.0.0 \
   matplotlib==3.11.2 \
-  aiohttp==3.14.5
+  aiohttp==3.14.5 \
+  mcap==1.6.0 \
+  mcap-ros2-support==0.6.0
 # Tests and lint (pytest < 9: launch_testing's plugin breaks on pytest 9). Playwright
-# drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`).
+# drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`);
+# rosbags reads the recordings in the tests as a second, independent decoder.
 DEV_DEPS := \
   pytest==8.4.2 \
   ruff==0.17.6 \
-  playwright==1.65.2
+  playwright==1.65.2 \
+  rosbags==0.11.9
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
 
 # The stamp's name carries a hash of the pins, so editing them re-installs.

@@ -25,6 +25,7 @@ NODES = [
     'lifecycle_manager',
     'correction_console',
     'web_panel',
+    'session_recorder',
 ]
 
 
@@ -65,6 +66,8 @@ setup(
         'up-fast-downward',
         'matplotlib',
         'aiohttp',
+        'mcap',
+        'mcap-ros2-support',
     ],
     extras_require={'test': ['pytest<9', 'playwright']},
     zip_safe=False,

@@ -5,6 +5,7 @@
   cecm demo                  the simulated household demo
   cecm experiment            the paper's estimation-planning loop over seeded runs
   cecm bench                 time one CE-CM update naively and with shared plans
+  cecm estimate              re-estimate a partner offline from a recording or a task log
 """
 
 from __future__ import annotations
@@ -264,6 +265,30 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_estimate(args) -> int:
+    from . import reestimate
+    from .core.planner import JointPlanner
+
+    model = _model(args)
+    if args.from_recording:
+        evidence = reestimate.from_recording(args.from_recording, model, args.partner_id)
+    elif args.from_store:
+        evidence = reestimate.from_store(args.from_store, args.partner_id)
+    else:
+        evidence = reestimate.from_profile(args.from_log)
+        if args.partner_id and args.partner_id != evidence.partner_id:
+            raise CecmError(f'{args.from_log} is the profile of {evidence.partner_id!r}, not '
+                            f'{args.partner_id!r}')
+    overrides = {key: getattr(args, key) for key in (
+        'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'proposal',
+        'decay')}
+    method, settings, seed = reestimate.choose_settings(
+        evidence, args.method, args.inference, overrides, args.window, args.seed)
+    with JointPlanner(model, workers=args.jobs) as planner:
+        reestimate.run(evidence, model, method, settings, seed, planner, args.out)
+    return 0
+
+
 def _progress_printer():
     last = [0.0]
 
@@ -317,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="access token of the panel (default: a random one; '' = none)")
     web.add_argument('--correction-window', type=float, default=30.0, metavar='S',
                      help='with --web: seconds the robot waits for each answer (default: 30)')
+    sub.add_argument('--record', nargs='?', const='', metavar='PATH',
+                     help='record every topic of the session into an MCAP file (default: '
+                          'OUT/session.mcap; a folder gets a timestamped file)')
     sub.set_defaults(func=cmd_demo)
 
     sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")
@@ -365,6 +393,35 @@ def build_parser() -> argparse.ArgumentParser:
                      help='with --updates: decisions re-checked naively (default: 40)')
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
+
+    sub = commands.add_parser(
+        'estimate', help='re-estimate a partner offline from a recording or a task log',
+        description='Replay recorded evidence through a fresh estimator and print the '
+                    'belief. Estimator options default to the settings the belief was '
+                    'learned with (--from-store, --from-log) or to the estimator '
+                    "node's defaults (--from-recording; method and inference as recorded); "
+                    'give them to see what another estimator makes of the same evidence.')
+    _add_model_options(sub)
+    source = sub.add_mutually_exclusive_group(required=True)
+    source.add_argument('--from-recording', metavar='MCAP',
+                        help='a session recording (session_recorder, cecm demo --record, '
+                             'ros2 bag record -s mcap)')
+    source.add_argument('--from-store', metavar='SQLITE',
+                        help="a partner store (the estimator's store_path)")
+    source.add_argument('--from-log', metavar='PROFILE_JSON',
+                        help='a partner profile (export_partner, or estimate --out)')
+    sub.add_argument('--partner-id', help='whose tasks (needed when there are several)')
+    _add_estimator_options(sub)
+    sub.set_defaults(inference=None, samples=None, epsilon=None, psi=None)
+    sub.add_argument('--method', help='cecm, cecm_div, optimistic or pessimistic (default: '
+                                      "the belief's, else cecm)")
+    sub.add_argument('--seed', type=int, help="seed of the estimator (default: the belief's, "
+                                              'else 0 as the estimator node)')
+    sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                     help='parallel planner runs (default: all cores)')
+    sub.add_argument('--out', metavar='DIR',
+                     help='write DIR/belief.json and DIR/profile.json (belief and task log)')
+    sub.set_defaults(func=cmd_estimate)
     return parser
 
 

@@ -42,6 +42,7 @@ NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_hu
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
 WEB_PANEL = 'web_panel'
+RECORDER = 'session_recorder'
 PAPER_SAMPLES = 500
 GRACE_S = 15.0
 _DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
@@ -216,14 +217,49 @@ def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
     return graph.processes[watched].wait()
 
 
-def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int:
+def recording_path(args, out: Path) -> Path | None:
+    """The MCAP file ``--record`` asks for (None without it)."""
+    if getattr(args, 'record', None) is None:
+        return None
+    from cecm_ros.recording import output_file
+
+    return output_file(args.record or str(out / 'session.mcap')).resolve()
+
+
+def _start_recorder(env, params: Path, executables: Path, log_dir: Path,
+                    path: Path) -> ProcessGraph:
+    """The recorder, in a process graph of its own: it starts before the nodes and is
+    stopped after them, so that it sees every topic from its first message to the last."""
+    if not (executables / RECORDER).is_file():
+        raise DemoError(f'{executables / RECORDER} is missing; run `make build`')
+    if path.exists():
+        _say(f'replacing the recording {path}')
+    recorder = ProcessGraph(env, log_dir)
+    recorder.start(RECORDER, [str(executables / RECORDER), '--ros-args', '--params-file',
+                              str(params), '-p', f'output:={path}', '-p', 'overwrite:=true'])
+    return recorder
+
+
+def _stop_recorder(recorder: ProcessGraph | None) -> None:
+    if recorder is None:
+        return
+    forced = recorder.stop()
+    code = recorder.processes[RECORDER].returncode
+    if forced or code != 0:
+        _say(f'the recorder ended with exit code {code}; its log ends with:\n'
+             f'{recorder.tail(RECORDER)}')
+
+
+def _run_processes(args, env, params: Path, executables: Path, out: Path,
+                   record: Path | None = None) -> int:
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
+    recorder = _start_recorder(env, params, executables, log_dir, record) if record else None
     graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
     nodes = graph_nodes(args)
     _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
          f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
-         f'node logs in {log_dir}')
+         f'node logs in {log_dir}' + (f'; recording every topic to {record}' if record else ''))
     code = 1
     try:
         for node in nodes:
@@ -239,10 +275,11 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path) -> int
         if any(count > 0 for count in graph.respawns.values()):
             _say('respawned during the session: ' + ', '.join(
                 f'{name} x{count}' for name, count in graph.respawns.items() if count > 0))
+        _stop_recorder(recorder)
     return code
 
 
-def _run_launch(args, env, params: Path, out: Path) -> int:
+def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) -> int:
     spec = args.capabilities or args.partner
     command = ['ros2', 'launch', PACKAGE, 'tidyup_sim.launch.py', f'params_file:={params}',
                f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
@@ -251,7 +288,11 @@ def _run_launch(args, env, params: Path, out: Path) -> int:
     if getattr(args, 'web', False):
         command += ['web:=true', 'answer_intents:=false',
                     f'correction_window_s:={args.correction_window}',
-                    f'web_port:={args.web_port}', f'web_token:={args.web_token or ""}']
+                    f'web_port:={args.web_port}']
+        if args.web_token:   # (ros2 launch refuses an empty argument value)
+            command.append(f'web_token:={args.web_token}')
+    if record:
+        command += ['record:=true', f'record_path:={record}']
     log_dir = out / 'logs'
     graph = ProcessGraph(env, log_dir)
     _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
@@ -314,6 +355,7 @@ def run_graph_demo(args) -> int:
             args.web_token = secrets.token_urlsafe(12)   # other local users stay out
         executables, base_params = package_paths()
         params = write_params(base_params, args, out)
+        record = recording_path(args, out)
         env = demo_environment()
         note = '' if args.samples >= PAPER_SAMPLES else \
             f' (the paper uses {PAPER_SAMPLES}; fewer keep the demo short)'
@@ -324,9 +366,9 @@ def run_graph_demo(args) -> int:
         use_launch = shutil.which('ros2') is not None and \
             importlib.util.find_spec('launch_ros') is not None
         if use_launch:
-            code = _run_launch(args, env, params, out)
+            code = _run_launch(args, env, params, out, record)
         else:
-            code = _run_processes(args, env, params, executables, out)
+            code = _run_processes(args, env, params, executables, out, record)
     except DemoError as error:
         _say(f'demo failed: {error}')
         return 1
@@ -343,6 +385,11 @@ def run_graph_demo(args) -> int:
     _report(summary)
     _say(f'demo finished in {wall:.0f} s')
     print(f'summary: {summary}', flush=True)
+    if record is not None:
+        if not record.is_file():
+            _say(f'the recording {record} was not written; see {out / "logs"}')
+            return 1
+        print(f'recording: {record}', flush=True)
     return 0
 
 

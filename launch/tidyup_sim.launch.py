@@ -14,6 +14,8 @@ override it when given (empty = keep the file's value). The lifecycle manager
 configures and activates the nodes in order; the task manager then runs the session.
 When the task manager exits (exit_when_done:=true) the whole launch shuts down. A node
 process that dies is respawned, and the lifecycle manager brings it back to active.
+With record:=true a session_recorder records every topic into an MCAP file
+(record_path, default ~/.ros/cecm_ros/recordings/).
 """
 
 import os
@@ -77,6 +79,10 @@ ARGUMENTS = {
     'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
     'web_token': ('', "Access token the panel requires; '' = params_file (none)"),
     'log_level': ('info', 'Log level of every node'),
+    'record': ('false', 'true: also start session_recorder, which records every topic into '
+                        'an MCAP file'),
+    'record_path': ('', "Its output file or folder; '' = params_file "
+                        '(~/.ros/cecm_ros/recordings/)'),
 }
 
 
@@ -167,6 +173,14 @@ def _nodes(context):
         parameters=[params_file, {'node_names': names, 'autostart': True}],
         output='screen', arguments=['--ros-args', '--log-level', log_level],
         respawn=True, respawn_delay=RESPAWN_DELAY_S))
+    if LaunchConfiguration('record').perform(context).strip().lower() in ('1', 'true', 'yes',
+                                                                            'on'):
+        # A tool, not a managed node: it records until the launch shuts down.
+        path = LaunchConfiguration('record_path').perform(context).strip()
+        actions.append(Node(
+            package=PACKAGE, executable='session_recorder', name='session_recorder',
+            parameters=[params_file, {'output': path} if path else {}], output='screen',
+            arguments=['--ros-args', '--log-level', log_level]))
     return actions
 
 

@@ -29,6 +29,7 @@ EXPECTED_NODES = {
     'lifecycle_manager',
     'correction_console',
     'web_panel',
+    'session_recorder',
 }
 
 
