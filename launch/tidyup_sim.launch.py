@@ -67,8 +67,12 @@ ARGUMENTS = {
     'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
     'partner_id': ('', "Whose profile the estimator keeps and resumes; '' = params_file "
                        '(partner)'),
-    'store_path': ('', "The partner store (SQLite); '' = params_file "
-                       '(~/.ros/cecm_ros/partners.sqlite)'),
+    'store_path': ('', "The partner store (SQLite); 'memory' = kept in memory only; '' = "
+                       'params_file (~/.ros/cecm_ros/partners.sqlite)'),
+    'journal_dir': ('', "Where session journals go; 'none' = no journal; '' = params_file "
+                        '(~/.ros/cecm_ros/sessions)'),
+    'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "
+                          'params_file (40)'),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
     'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
                            "person (correction_console); '' = params_file (true)"),
@@ -111,6 +115,8 @@ def _overrides(context) -> dict[str, dict]:
         'summary_path': (str, ['task_manager']),
         'partner_id': (str, ['capability_estimator', 'task_manager']),
         'store_path': (str, ['capability_estimator']),
+        'journal_dir': (str, ['task_manager']),
+        'heldout_tasks': (int, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),
         'correction_window_s': (float, ['executor']),
@@ -139,10 +145,11 @@ def _web(context) -> bool:
 
 
 def _shut_down_after_the_session(event, context):
-    # The task manager also exits when the launch itself is stopping (Ctrl-C, or
-    # launch_testing's end); a second Shutdown then would make launch_ros stop its
-    # adapter twice and log an error.
-    if context.is_shutdown:
+    # Only a finished session (exit code 0 or 1, exit_when_done) ends the launch: a task
+    # manager that was killed or crashed is respawned and resumes its session. It also
+    # exits when the launch itself is stopping (Ctrl-C, or launch_testing's end); a
+    # second Shutdown then would make launch_ros stop its adapter twice and log an error.
+    if context.is_shutdown or event.returncode not in (0, 1):
         return None
     return [LogInfo(msg='task_manager exited; shutting the graph down'),
             EmitEvent(event=Shutdown(reason='task_manager finished'))]

@@ -107,9 +107,9 @@ class TestSession(unittest.TestCase):
             rclpy.try_shutdown(context=context)
         final = next(b for b in beliefs if b.tasks_seen >= TASKS)
         prior = next((b for b in beliefs if b.tasks_seen == 0), None)
-        # The prior (0.5, nothing decided) plans every capability as absent.
-        nothing = [False] * len(CapabilityCatalog.from_yaml())
-        prior_hamming = _hamming(prior.estimate) if prior else _hamming(nothing)
+        # The prior (0.8, nothing decided) plans every capability as present.
+        everything = [True] * len(CapabilityCatalog.from_yaml())
+        prior_hamming = _hamming(prior.estimate) if prior else _hamming(everything)
         self.assertLess(_hamming(final.estimate), prior_hamming)
         proc_output.assertWaitFor(f'[task {TASKS}/{TASKS}]', timeout=30, stream='stderr')
 

@@ -26,3 +26,7 @@ class UnsolvableTaskError(PlanningError):
 
 class PlannerTimeoutError(PlanningError):
     """The planner ran out of time."""
+
+
+class InterruptedWorkError(CecmError):
+    """Long work was asked to stop (its caller is shutting down)."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
 from .domain import NOOP, TidyUpModel
+from .errors import InterruptedWorkError
 from .planner import JointPlan
 
 
@@ -56,7 +58,8 @@ class HeldoutPool:
     Plans come from ``evaluator`` (shared between vectors, cached per vector).
     """
 
-    def __init__(self, model: TidyUpModel, evaluator, seed: int, size: int = 40):
+    def __init__(self, model: TidyUpModel, evaluator, seed: int, size: int = 40,
+                 interrupt: Callable[[], bool] | None = None):
         from .tasks import TaskGenerator
 
         if size < 1:
@@ -65,6 +68,7 @@ class HeldoutPool:
         self.evaluator = evaluator
         self.seed = seed
         self.tasks = TaskGenerator(model, seed).tasks(size)
+        self.interrupt = interrupt   # asked between pool tasks; True stops the work
         self._trajectories: dict[bytes, tuple] = {}
 
     def trajectories(self, vectors: np.ndarray) -> list[tuple]:
@@ -74,8 +78,11 @@ class HeldoutPool:
         missing = {k: v for k, v in zip(keys, vectors) if k not in self._trajectories}
         if missing:
             batch = np.array(list(missing.values()))
-            per_task = [[p.trajectory for p in self.evaluator.plans(task, batch)]
-                        for task in self.tasks]
+            per_task = []
+            for task in self.tasks:
+                if self.interrupt is not None and self.interrupt():
+                    raise InterruptedWorkError('the held-out metrics were interrupted')
+                per_task.append([p.trajectory for p in self.evaluator.plans(task, batch)])
             for column, key in enumerate(missing):
                 self._trajectories[key] = tuple(row[column] for row in per_task)
         return [self._trajectories[k] for k in keys]

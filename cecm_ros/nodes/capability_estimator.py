@@ -55,6 +55,7 @@ from cecm_ros.srv import (
 )
 
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
+MEMORY = 'memory'   # store_path for a store kept in memory (ros2 launch refuses '')
 
 
 class _CanceledError(Exception):
@@ -103,7 +104,7 @@ class CapabilityEstimator(CecmNode):
         self.declare('partner_id', 'partner', 'The partner whose belief this node keeps')
         self.declare('store_path', '',
                      "Partner store (SQLite) that keeps every partner's belief and task log; "
-                     "'~' is expanded; '' = in memory only (lost at exit)")
+                     "'~' is expanded; '' or 'memory' = in memory only (lost at exit)")
         self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
                      low=1, high=64)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
@@ -125,6 +126,8 @@ class CapabilityEstimator(CecmNode):
         self.seed = self.param('seed')
         self.settings = self._settings()
         path = self.param('store_path').strip()
+        if path in ('', MEMORY):
+            path = ''
         self.store = PartnerStore(_expand(path) if path else ':memory:')
         self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))

@@ -569,7 +569,9 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
         if node is not None:
             node.request_stop()
         if executor is not None:
-            executor.shutdown(timeout_sec=5.0)
+            # Do not wait for callbacks still at work (a long computation would hold the
+            # process past launch's SIGINT-to-SIGTERM escalation): the process ends now.
+            executor.shutdown(timeout_sec=5.0, wait_for_threads=False)
         if node is not None:
             node.close()
             try:

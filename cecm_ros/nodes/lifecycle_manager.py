@@ -280,11 +280,33 @@ class LifecycleManager(Node):
         return ok
 
     def shutdown(self) -> None:
-        """Deactivate and clean up in reverse order within ``shutdown_timeout_s`` in all."""
+        """Deactivate and clean up in reverse order within ``shutdown_timeout_s`` in all.
+
+        Under ``ros2 launch`` every node gets the same SIGINT and ends by itself: the
+        states are asked of all nodes at once, briefly, and only those that answer are
+        taken down, so that the whole stays within launch's 5 s before SIGTERM.
+        """
         self.mode = 'stopped'
+        budget = self.value('shutdown_timeout_s')
+        deadline = time.monotonic() + budget
         self.get_logger().info('shutting down the managed nodes in reverse order')
-        self.take_down([Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP],
-                       self.value('shutdown_timeout_s'))
+        alive = self.states(min(0.5, budget / 3))
+        for name in reversed(self.names):
+            state = alive.get(name)
+            if state is None:
+                self.get_logger().info(f'{name}: no answer (gone or stopping)')
+                continue
+            for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+                _, before, after = STEPS[transition]
+                left = deadline - time.monotonic()
+                if state != before:
+                    continue
+                if left <= 0.05:
+                    self.get_logger().warning(f'shutdown budget used up before {name}')
+                    return
+                if not self.transition(name, transition, left, interruptible=False):
+                    break
+                state = after
         self.get_logger().info('shutdown of the managed nodes done')
 
     def execute(self, command: int) -> tuple[bool, str]:
@@ -333,10 +355,9 @@ class LifecycleManager(Node):
         return response
 
     # ----------------------------------------------------------------- heartbeat
-    def heartbeat(self) -> None:
-        """Ask every node its state; note who answers; bring back who came back."""
-        timeout = self.value('heartbeat_timeout_s')
-        answers = {}
+    def states(self, timeout_s: float) -> dict[str, int]:
+        """Ask every node its state at once; the answers that came within the timeout.
+        A stop request ends the wait early."""
         waiting = {}
         for name in self.names:
             if self.get[name].service_is_ready():
@@ -344,13 +365,27 @@ class LifecycleManager(Node):
                 future = self.get[name].call_async(GetState.Request())
                 future.add_done_callback(lambda _, e=event: e.set())
                 waiting[name] = (future, event)
-        deadline = time.monotonic() + timeout
-        for name, (future, event) in waiting.items():
-            event.wait(max(0.0, deadline - time.monotonic()))
-            if future.done() and future.result() is not None:
-                answers[name] = future.result().current_state.id
-            else:
-                self.get[name].remove_pending_request(future)
+        with self._lock:
+            self._pending.update(event for _, event in waiting.values())
+        deadline = time.monotonic() + timeout_s
+        answers = {}
+        try:
+            for name, (future, event) in waiting.items():
+                event.wait(max(0.0, deadline - time.monotonic()))
+                if future.done() and future.result() is not None:
+                    answers[name] = future.result().current_state.id
+                else:
+                    self.get[name].remove_pending_request(future)
+        finally:
+            with self._lock:
+                self._pending.difference_update(event for _, event in waiting.values())
+        return answers
+
+    def heartbeat(self) -> None:
+        """Ask every node its state; note who answers; bring back who came back."""
+        answers = self.states(self.value('heartbeat_timeout_s'))
+        if self.stop.is_set():
+            return   # stopping: silence now is no news
         now = time.monotonic()
         for name in self.names:
             self._note(name, answers.get(name), now)

@@ -40,7 +40,7 @@ from rclpy.parameter import parameter_value_to_python
 
 from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import Task
-from cecm_ros.core.errors import CecmError
+from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.core.experiment import TASK_CHOICES
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
@@ -103,8 +103,9 @@ class TaskManager(CecmNode):
                      'restarted task manager resumes an unfinished session of that id, a '
                      'finished one is followed by <id>-2, <id>-3, ...')
         self.declare('journal_dir', '',
-                     "Folder of the session journals ('~' is expanded; '' = none: a restarted "
-                     'task manager then resumes from what the estimator has applied)')
+                     "Folder of the session journals ('~' is expanded; '' or 'none' = none: a "
+                     'restarted task manager then resumes from what the estimator has '
+                     'applied)')
         self.declare('task_choice', 'given',
                      "'given': run the tasks in their order; 'informative': run the most "
                      'informative of task_candidates candidates each time (asks '
@@ -174,6 +175,7 @@ class TaskManager(CecmNode):
         self.failed: list[dict] = []
         self.interruptions: list[dict] = []
         self.session_id = ''
+        self.resume_requested = False
         # Every run of a task gets its own attempt number, also across restarts of this
         # node (a partner must never take a new run for the old one).
         self.runs = int.from_bytes(os.urandom(3), 'big') << 8
@@ -247,7 +249,12 @@ class TaskManager(CecmNode):
             peers.append((self.param('rank_service'), self.rank_client.service_is_ready))
         self.wait_for_peers(peers, self.param('server_wait_s'))
         if self.param('autostart_tasks'):
-            self._schedule(0)
+            if self.running:
+                # Reactivated (a resume) while the session stopped by the deactivation is
+                # still winding down: it is continued as soon as it has stopped.
+                self.resume_requested = True
+            else:
+                self._schedule(0)
 
     def deactivate(self) -> None:
         self._cancel_timer()
@@ -335,11 +342,15 @@ class TaskManager(CecmNode):
         raise SessionError(f'every session {base}-N is finished; give another session_id')
 
     def _journal(self, session_id: str) -> SessionJournal:
-        directory = self.param('journal_dir').strip()
+        directory = self._journal_dir()
         if not directory:
             return self.journals.setdefault(session_id, SessionJournal())
         safe = ''.join(ch if ch.isalnum() or ch in '-_.' else '_' for ch in session_id)
         return SessionJournal(Path(directory).expanduser() / f'{safe}.jsonl')
+
+    def _journal_dir(self) -> str:
+        directory = self.param('journal_dir').strip()
+        return '' if directory in ('', 'none') else directory
 
     def _applied(self, session_id: str) -> list[str]:
         response = self.call_service(self.progress_client,
@@ -407,7 +418,7 @@ class TaskManager(CecmNode):
         return task, len(candidates), information
 
     def _session(self, num_tasks: int) -> None:
-        started = time.perf_counter()
+        self.session_started = time.time()
         results, error, estimator = [], '', None
         self.failed, self.interruptions = [], []
         self.session_id = ''
@@ -423,11 +434,16 @@ class TaskManager(CecmNode):
             else:
                 self.get_logger().info(f'session {self.session_id!r}: {len(tasks)} tasks')
             estimator = self._estimator_settings()
-            prior = self._wait_belief(0, 'the initial belief')
-            self._report_prior(prior, len(tasks))
+            self._report_prior(journal, len(tasks))
             for index in range(len(tasks)):
                 label = f'[task {index + 1}/{len(tasks)}]'
                 done = journal.result(index)
+                if done is not None and index >= len(applied):
+                    # The journal has it, the belief does not (an estimator that kept its
+                    # store in memory was restarted): run it again for the belief.
+                    self.get_logger().warning(f'{label} {done.task_id}: done before, but the '
+                                              'belief does not hold it; it runs again')
+                    done = None
                 known = journal.chosen(index) or (applied[index] if index < len(applied)
                                                   else None)
                 task, offered, information = self._next_task(tasks, label, known)
@@ -458,7 +474,10 @@ class TaskManager(CecmNode):
             self.get_logger().error(f'session stopped: {error}')
         finally:
             self.running = False
-        wall = time.perf_counter() - started
+            if self.resume_requested and self.active and not self.stopping.is_set():
+                self.resume_requested = False
+                self._schedule(0)   # the session continues (resumed from its journal)
+        wall = time.time() - self.session_started   # since the session began, restarts included
         if results:
             first, last = results[0], results[-1]
             self.get_logger().info(
@@ -532,7 +551,7 @@ class TaskManager(CecmNode):
     def _all_interruptions(self) -> list[dict]:
         """The session's interruptions, also those before this node was restarted."""
         journal = self.journals.get(self.session_id)
-        if self.param('journal_dir').strip() and self.session_id:
+        if self._journal_dir() and self.session_id:
             journal = self._journal(self.session_id)
         if journal is None:
             return list(self.interruptions)
@@ -596,10 +615,25 @@ class TaskManager(CecmNode):
         finally:
             self.destroy_client(client)
 
-    def _report_prior(self, prior: CapabilityBelief, count: int) -> None:
+    def _report_prior(self, journal: SessionJournal, count: int) -> None:
+        """The session's prior: the belief when it started, also after a restart (then
+        from the journal, with the session's start time)."""
+        recorded = journal.records('session')
+        if recorded:
+            first = recorded[0]
+            self.prior_estimate = np.array([ch == '1' for ch in first['prior_estimate']])
+            self.prior_hamming = tuple(first['prior_hamming'])
+            self.session_started = float(first['time'])
+            self.get_logger().info(
+                f'[task 0/{count}] prior belief (when the session started): '
+                f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f})')
+            return
+        prior = self._wait_belief(0, 'the initial belief')
         estimate = conv.estimate_from_belief_msg(self.model.catalog, prior)
         self.prior_estimate = estimate
         self.prior_hamming = estimate_distance(self.model, estimate, self.truth)
+        journal.append('session', prior_estimate=conv.vector_text(estimate),
+                       prior_hamming=list(self.prior_hamming), tasks_seen=prior.tasks_seen)
         self.get_logger().info(
             f'[task 0/{count}] prior belief ({prior.method}, {prior.tasks_seen} tasks seen): '
             f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f}) '
@@ -655,11 +689,14 @@ class TaskManager(CecmNode):
                                    fallback=update.belief)
         estimate = conv.estimate_from_belief_msg(self.model.catalog, belief)
         robot_plan, human_plan = self._plans(label, task.task_id)
-        result = session_task_result(
-            self.model, index, task, estimate, self.truth, robot_plan, human_plan,
-            outcome.corrections, outcome.robot_actions, outcome.goal_reached,
-            update.samples_accepted, update.message, theta=list(belief.theta),
-            statuses=list(belief.status), pool=self._heldout_pool())
+        try:
+            result = session_task_result(
+                self.model, index, task, estimate, self.truth, robot_plan, human_plan,
+                outcome.corrections, outcome.robot_actions, outcome.goal_reached,
+                update.samples_accepted, update.message, theta=list(belief.theta),
+                statuses=list(belief.status), pool=self._heldout_pool())
+        except InterruptedWorkError:
+            raise StopRequestedError('task_manager is stopping') from None
         heldout = ('' if math.isnan(result.heldout_agreement) else
                    f' heldout={result.heldout_agreement:.2f}'
                    f' (identifiable hamming {result.hamming_identifiable:.2f})')
@@ -724,9 +761,10 @@ class TaskManager(CecmNode):
         if size <= 0:
             return None
         if self.pool is None:
-            self.planner = JointPlanner(self.model, workers=1)
+            self.planner = JointPlanner(self.model, workers=2)
             self.pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
-                                    heldout_seed(self.param('seed')), size)
+                                    heldout_seed(self.param('seed')), size,
+                                    interrupt=lambda: self.stopping.is_set() or not self.active)
         return self.pool
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
