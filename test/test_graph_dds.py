@@ -165,13 +165,13 @@ def test_belief_moves_toward_the_true_capabilities(session):
     assert client.wait_for(lambda: any(b.tasks_seen == TASKS for b in beliefs), 10.0), \
         f'beliefs seen over DDS: {[b.tasks_seen for b in beliefs]}\n{_logs(session)}'
     final = next(b for b in beliefs if b.tasks_seen == TASKS)
-    # The prior (P = 0.5 for every capability, nothing decided) plans every capability
-    # as absent. Its message is checked when it was seen (it is latched with depth 1, so
-    # a late match gets only the newest belief).
+    # The prior (P = 0.8 for every capability, none exercised yet) plans every capability
+    # as present, as the core's prior does. Its message is checked when it was seen (it
+    # is latched with depth 1, so a late match gets only the newest belief).
     prior = next((b for b in beliefs if b.tasks_seen == 0), None)
     if prior is not None:
         assert prior.method == 'cecm' and prior.inference == 'posterior'
-        assert not any(prior.estimate)
+        assert all(prior.estimate)
         assert set(prior.status) == {'never_exercised', 'inert'}
     truth = TidyUpModel().catalog.resolve(PARTNER)
     prior_hamming = metrics.hamming([False] * len(truth), truth)
