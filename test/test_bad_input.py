@@ -113,6 +113,7 @@ class Graph:
         self.summary_path = work / 'summary.json'
         self.client = RosClient('bad_input_test')
         self._clients: dict = {}
+        self._publishers: dict = {}
         self.processes = NodeProcesses(executables, params, env, work)
         self.beliefs: list[CapabilityBeliefMsg] = []
         self.status: list[GraphStatus] = []
@@ -219,10 +220,16 @@ class Graph:
     def state_of(self, node: str) -> int:
         return self.call(GetState, f'{node}/get_state', GetState.Request()).current_state.id
 
+    # Publishers and subscriptions are kept for the module: in rclpy, destroying one
+    # while the executor spins can raise InvalidHandle in the executor's thread (from
+    # its QoS event handler) and end it.
     def publisher(self, msg_type, topic: str, qos, subscribers: int = 1):
-        """A publisher matched with at least ``subscribers`` subscriptions (others than
-        this process's own); destroy it after use (latched ones keep their messages)."""
-        publisher = self.node.create_publisher(msg_type, topic, qos)
+        """This process's publisher on ``topic`` (one per topic), matched with at least
+        ``subscribers`` subscriptions besides this process's own."""
+        publisher = self._publishers.get(topic)
+        if publisher is None:
+            publisher = self._publishers[topic] = self.node.create_publisher(
+                msg_type, topic, qos)
         own = sum(1 for info in self.node.get_subscriptions_info_by_topic(topic)
                   if info.node_name == self.node.get_name())
         deadline = time.monotonic() + 30.0
@@ -231,6 +238,15 @@ class Graph:
             time.sleep(0.05)
         assert publisher.get_subscription_count() >= subscribers + own, topic
         return publisher
+
+    def listen(self, msg_type, topic: str, qos, callback):
+        """Call ``callback`` with each message on ``topic`` until the returned function
+        is called (the subscription itself stays, see ``publisher``)."""
+        listening = threading.Event()
+        listening.set()
+        self.client.collect(msg_type, topic, qos, [],
+                            lambda msg: callback(msg) if listening.is_set() else None)
+        return listening.clear
 
     # --------------------------------------------------------------- the belief
     def partner_state(self) -> tuple:
@@ -331,9 +347,9 @@ def session(graph):
     intents: list[RobotIntent] = []
     corrections: list[Correction] = []
     result = {'world': world, 'intents': intents, 'corrections': corrections}
-    state_pub = g.node.create_publisher(TeamState, 'team_state', QOS_TEAM_STATE)
-    intent_pub = g.node.create_publisher(RobotIntent, 'robot/intent', QOS_EVENTS)
-    correction_pub = g.node.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
+    state_pub = g.publisher(TeamState, 'team_state', QOS_TEAM_STATE, 2)
+    intent_pub = g.publisher(RobotIntent, 'robot/intent', QOS_EVENTS, 1)
+    correction_pub = g.publisher(Correction, 'robot/correction', QOS_EVENTS, 1)
 
     def first_time(msg) -> bool:
         if any(m == msg for m in seen):
@@ -386,16 +402,17 @@ def session(graph):
         result['second_task'] = g.goal(RunTask, 'executor/run_task', RunTask.Goal(
             task=_task_msg(g.model, task_id)))
 
-    subscriptions = [g.client.collect(TeamState, 'team_state', QOS_TEAM_STATE, [], on_state),
-                     g.client.collect(RobotIntent, 'robot/intent', EVENTS, [], on_intent),
-                     g.client.collect(Correction, 'robot/correction', EVENTS, [],
-                                      on_correction)]
+    stops = [g.listen(TeamState, 'team_state', QOS_TEAM_STATE, on_state),
+             g.listen(RobotIntent, 'robot/intent', EVENTS, on_intent),
+             g.listen(Correction, 'robot/correction', EVENTS, on_correction)]
     try:
-        start = g.node.create_client(StartTasks, 'task_manager/start')
-        assert start.wait_for_service(timeout_sec=30.0)
+        # A refused request first, so that the server knows this client before the two
+        # that race (their answers must not be lost, see Graph.call).
+        assert not g.call(StartTasks, 'task_manager/start',
+                          StartTasks.Request(num_tasks=200_000)).success
+        start = g._clients['task_manager/start']
         futures = [start.call_async(StartTasks.Request(num_tasks=1)) for _ in range(2)]
-        result['starts'] = [g.client.result(f, 30.0) for f in futures]
-        g.node.destroy_client(start)
+        result['starts'] = [g.client.result(f, 60.0) for f in futures]
         deadline = time.monotonic() + SESSION_TIMEOUT_S
         while not g.summary_path.is_file() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -406,10 +423,8 @@ def session(graph):
         result['planned'] = g.count('simulated_human', 'planned')
         yield result
     finally:
-        for entity in subscriptions:
-            g.node.destroy_subscription(entity)
-        for publisher in (state_pub, intent_pub, correction_pub):
-            g.node.destroy_publisher(publisher)
+        for stop in stops:
+            stop()
 
 
 def _session_states(session) -> list[TeamState]:
@@ -732,13 +747,10 @@ def test_a_bad_belief_is_ignored_by_the_planner_and_the_task_manager(graph, sess
     counts = {node: g.count(node, 'ignoring belief') for node in ('joint_planner',
                                                                   'task_manager')}
     publisher = g.publisher(CapabilityBeliefMsg, 'capability_belief', QOS_LATCHED, 2)
-    try:
-        g.forge(publisher, _belief_msg(g, case))
-        for node, count in counts.items():
-            g.wait_log(node, 'ignoring belief', count + 1)
-            assert BELIEFS[case] in g.log(node).split('ignoring belief')[-1], g.log(node)
-    finally:
-        g.node.destroy_publisher(publisher)
+    g.forge(publisher, _belief_msg(g, case))
+    for node, count in counts.items():
+        g.wait_log(node, 'ignoring belief', count + 1)
+        assert BELIEFS[case] in g.log(node).split('ignoring belief')[-1], g.log(node)
     # The planner still plans under the estimator's belief.
     response = g.call(PlanTask, 'plan_task', PlanTask.Request(task=_task_msg(g.model),
                                                               use_belief=True))
@@ -753,13 +765,10 @@ def test_a_belief_about_another_partner_is_ignored_by_the_task_manager(graph, se
     msg = _belief_msg(g, 'another-partner')
     msg.partner_id = 'somebody-else'
     publisher = g.publisher(CapabilityBeliefMsg, 'capability_belief', QOS_LATCHED, 2)
-    try:
-        g.forge(publisher, msg)
-        g.wait_log('task_manager', 'ignoring belief', count + 1)
-        assert "it is about partner 'somebody-else', the session is about 'partner'" in \
-            g.log('task_manager')
-    finally:
-        g.node.destroy_publisher(publisher)
+    g.forge(publisher, msg)
+    g.wait_log('task_manager', 'ignoring belief', count + 1)
+    assert "it is about partner 'somebody-else', the session is about 'partner'" in \
+        g.log('task_manager')
     g.alive('task_manager')
 
 
@@ -772,14 +781,11 @@ def test_team_states_that_do_not_fit_the_household_are_ignored(graph, session):
                 'duplicate': "proposition '(clean plate)' is listed twice",
                 'oversized': '5000 propositions, but the household has only 48'}
     publisher = g.publisher(TeamState, 'team_state', QOS_TEAM_STATE, 2)
-    try:
-        for case, propositions in cases.items():
-            g.forge(publisher, TeamState(task_id=f'bad-state-{case}', step=0,
-                                         true_propositions=propositions))
-            g.wait_log('executor', f"ignoring team_state: TeamState of task "
-                                   f"'bad-state-{case}' step 0: {messages[case]}")
-    finally:
-        g.node.destroy_publisher(publisher)
+    for case, propositions in cases.items():
+        g.forge(publisher, TeamState(task_id=f'bad-state-{case}', step=0,
+                                     true_propositions=propositions))
+        g.wait_log('executor', f"ignoring team_state: TeamState of task "
+                               f"'bad-state-{case}' step 0: {messages[case]}")
     g.alive('executor')
 
 
@@ -814,26 +820,20 @@ def test_run_task_aborts_a_task_it_cannot_run_and_refuses_wrong_corrections(grap
                     task_id=target, step=0, corrected_action=corrected, sender='bad',
                     intended_action=other if intended == 'NOT-ANNOUNCED' else intended))
 
-    listener = g.client.collect(RobotIntent, 'robot/intent', EVENTS, [], on_intent)
-    try:
-        stale = g.goal(RunTask, 'executor/run_task', RunTask.Goal(
-            task=_task_msg(g.model, task_id)))
-    finally:
-        g.node.destroy_subscription(listener)
-        g.node.destroy_publisher(publisher)
+    stop = g.listen(RobotIntent, 'robot/intent', EVENTS, on_intent)
+    stale = g.goal(RunTask, 'executor/run_task', RunTask.Goal(
+        task=_task_msg(g.model, task_id)))
+    stop()
     assert stale.status == 6, stale
     assert 'goal is for step 0 but the world is at step' in stale.result.message
     for *_, reason in bad:
         assert reason in g.log('executor'), reason
     assert g.world_steps() == steps   # the world did not move
     idle = g.publisher(Correction, 'robot/correction', QOS_EVENTS, 1)
-    try:
-        count = g.count('executor', 'no task is running')
-        idle.publish(Correction(task_id=task_id, step=0, corrected_action='noop',
-                                sender='bad'))
-        g.wait_log('executor', 'no task is running', count + 1)
-    finally:
-        g.node.destroy_publisher(idle)
+    count = g.count('executor', 'no task is running')
+    idle.publish(Correction(task_id=task_id, step=0, corrected_action='noop',
+                            sender='bad'))
+    g.wait_log('executor', 'no task is running', count + 1)
     g.alive('executor', 'household_sim', 'simulated_human')
 
 
@@ -849,6 +849,8 @@ def test_skill_goals_that_do_not_fit_the_world_are_aborted(graph, session):
     cases = [
         ('robot/skills/move', 'stale-task', step, '(move robot kitchen study)',
          f"goal is for task 'stale-task' but the world runs task {task_id!r}"),
+        ('robot/skills/wait', 'stale-task', step, 'noop',
+         f"goal is for task 'stale-task' but the world runs task {task_id!r}"),
         ('robot/skills/move', task_id, step, '(move human kitchen study)',
          'is an action of the human, not of the robot'),
         ('human/skills/move', task_id, step, '(move robot kitchen study)',
@@ -863,20 +865,17 @@ def test_skill_goals_that_do_not_fit_the_world_are_aborted(graph, session):
         assert message in response.result.message, response.result.message
     # A second goal of the same agent for one step: the first waits for the human, the
     # second is aborted; the first is then canceled and the world has not moved.
-    client = SafeActionClient(g.node, ExecuteSkill, 'robot/skills/wait')
-    try:
-        assert client.wait_for_server(timeout_sec=30.0)
-        handle = g.client.result(client.send_goal_async(ExecuteSkill.Goal(
-            task_id=task_id, step=step, action='noop')), 30.0)
-        assert handle.accepted
-        second = g.goal(ExecuteSkill, 'robot/skills/wait',
-                        ExecuteSkill.Goal(task_id=task_id, step=step, action='noop'))
-        assert f'the robot already sent noop for step {step}' in second.result.message
-        g.client.result(handle.cancel_goal_async(), 30.0)
-        first = g.client.result(handle.get_result_async(), 60.0)
-        assert first.status == 5 and 'canceled before step' in first.result.message
-    finally:
-        client.destroy()
+    # (The client knows the server by now: the stale-task goal above went through it.)
+    client = g._clients['robot/skills/wait']
+    handle = g.client.result(client.send_goal_async(ExecuteSkill.Goal(
+        task_id=task_id, step=step, action='noop')), 60.0)
+    assert handle.accepted
+    second = g.goal(ExecuteSkill, 'robot/skills/wait',
+                    ExecuteSkill.Goal(task_id=task_id, step=step, action='noop'))
+    assert f'the robot already sent noop for step {step}' in second.result.message
+    g.client.result(handle.cancel_goal_async(), 60.0)
+    first = g.client.result(handle.get_result_async(), 60.0)
+    assert first.status == 5 and 'canceled before step' in first.result.message
     assert g.world_steps() == steps and _world_step(g, session) == step
     g.alive('household_sim')
 
@@ -911,28 +910,22 @@ def test_the_partner_ignores_bad_or_repeated_task_requests(graph, session):
     g = graph
     count = g.count('simulated_human', 'ignoring task request')
     publisher = g.publisher(TaskRequest, 'task/request', QOS_LATCHED, 1)
-    try:
-        publisher.publish(_task_msg(g.model, 'bad-request', initial=_two_rooms(g.model)))
-        g.wait_log('simulated_human', 'ignoring task request', count + 1)
-        assert 'robot must be in exactly one room' in g.log('simulated_human')
-    finally:
-        g.node.destroy_publisher(publisher)
+    publisher.publish(_task_msg(g.model, 'bad-request', initial=_two_rooms(g.model)))
+    g.wait_log('simulated_human', 'ignoring task request', count + 1)
+    assert 'robot must be in exactly one room' in g.log('simulated_human')
     # The latched request of the session's task again (same task, same attempt): no new
     # plan, and the partner is still at the end of that task.
     with PartnerStore(g.store_path) as store:
         task = store.log('partner')[0].task
     first = next(i for i in session['intents'] if i.task_id == session['task_id'])
     again = g.publisher(TaskRequest, 'task/request', QOS_LATCHED, 1)
-    try:
-        request = TaskRequest(task_id=task.task_id, partner_id='partner',
-                              attempt=_attempt(g, session),
-                              initial_propositions=sorted(task.initial),
-                              goal_propositions=sorted(task.goal))
-        again.publish(request)
-        _ask_partner(g, first.task_id, 0, '(move robot kitchen study)',
-                     'ignoring intent for step 0')
-    finally:
-        g.node.destroy_publisher(again)
+    request = TaskRequest(task_id=task.task_id, partner_id='partner',
+                          attempt=_attempt(g, session),
+                          initial_propositions=sorted(task.initial),
+                          goal_propositions=sorted(task.goal))
+    again.publish(request)
+    _ask_partner(g, first.task_id, 0, '(move robot kitchen study)',
+                 'ignoring intent for step 0')
     assert g.count('simulated_human', 'planned') == session['planned']
     g.alive('simulated_human')
 
@@ -940,23 +933,20 @@ def test_the_partner_ignores_bad_or_repeated_task_requests(graph, session):
 def _attempt(g, session) -> int:
     """The attempt number of the session's run of its task (its TaskRequest, latched)."""
     requests: list[TaskRequest] = []
-    subscription = g.client.collect(TaskRequest, 'task/request', LATCHED, requests)
-    try:
-        assert g.client.wait_for(lambda: any(r.task_id == session['task_id']
-                                             for r in requests), 30.0)
-    finally:
-        g.node.destroy_subscription(subscription)
+    stop = g.listen(TaskRequest, 'task/request', LATCHED, requests.append)
+    deadline = time.monotonic() + 30.0
+    while not any(r.task_id == session['task_id'] for r in requests) and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop()
     return next(r.attempt for r in requests if r.task_id == session['task_id'])
 
 
 def _ask_partner(g, task_id: str, step: int, action: str, answer: str) -> None:
     count = g.count('simulated_human', answer)
     publisher = g.publisher(RobotIntent, 'robot/intent', QOS_EVENTS, 1)
-    try:
-        publisher.publish(RobotIntent(task_id=task_id, step=step, action=action))
-        g.wait_log('simulated_human', answer, count + 1)
-    finally:
-        g.node.destroy_publisher(publisher)
+    publisher.publish(RobotIntent(task_id=task_id, step=step, action=action))
+    g.wait_log('simulated_human', answer, count + 1)
 
 
 def test_the_partner_refuses_intents_that_do_not_fit(graph, session):
@@ -995,12 +985,9 @@ def test_plans_that_do_not_fit_are_ignored_by_the_task_manager(graph, session):
     for topic, (msg, message) in cases.items():
         count = g.count('task_manager', f'ignoring plan on {topic}')
         publisher = g.publisher(JointPlan, topic, QOS_LATCHED, 1)
-        try:
-            publisher.publish(msg)
-            g.wait_log('task_manager', f'ignoring plan on {topic}', count + 1)
-            assert message in g.log('task_manager'), message
-        finally:
-            g.node.destroy_publisher(publisher)
+        publisher.publish(msg)
+        g.wait_log('task_manager', f'ignoring plan on {topic}', count + 1)
+        assert message in g.log('task_manager'), message
     g.alive('task_manager')
 
 
@@ -1013,12 +1000,9 @@ def test_a_graph_status_older_than_the_last_is_ignored(graph, session):
     stale.header.stamp.sec -= 3600
     count = g.count('task_manager', 'ignoring graph_status')
     publisher = g.publisher(GraphStatus, 'lifecycle_manager/graph_status', QOS_LATCHED, 1)
-    try:
-        publisher.publish(stale)
-        g.wait_log('task_manager', 'ignoring graph_status: older than the one held',
-                   count + 1)
-    finally:
-        g.node.destroy_publisher(publisher)
+    publisher.publish(stale)
+    g.wait_log('task_manager', 'ignoring graph_status: older than the one held',
+               count + 1)
     g.alive('task_manager')
 
 
