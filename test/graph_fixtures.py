@@ -155,9 +155,10 @@ class RosClient:
             self.node.destroy_client(client)
 
     def send_goal(self, action_type, name: str, goal, timeout_s: float = 60.0):
-        from rclpy.action import ActionClient
+        # rclpy's ActionClient, created while the executor spins, can kill its thread.
+        from cecm_ros.nodes.common import SafeActionClient
 
-        client = ActionClient(self.node, action_type, name)
+        client = SafeActionClient(self.node, action_type, name)
         try:
             if not client.wait_for_server(timeout_sec=timeout_s):
                 raise TimeoutError(f'action server {name} not available')

@@ -10,7 +10,12 @@ from core_fixtures import close_planner, make_task
 
 from cecm_ros.core.domain import TidyUpModel, atom
 from cecm_ros.core.errors import PlannerTimeoutError, PlanningError, UnsolvableTaskError
-from cecm_ros.core.fast_downward import TranslatedTask, fast_downward_root
+from cecm_ros.core.fast_downward import (
+    CRASH_RETRIES,
+    FastDownwardSearch,
+    TranslatedTask,
+    fast_downward_root,
+)
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskGenerator
 
@@ -127,3 +132,20 @@ def test_fast_path_timeout_names_the_task(model):
             hasty.plan(task, model.catalog.all_capable())
     finally:
         close_planner(hasty)
+
+
+def test_a_search_process_killed_every_time_fails_naming_the_signal(tmp_path):
+    """A crash is retried (test_faults kills one real search); one that dies on every
+    run ends as a PlanningError that says so, not as an exit code. The binary here is a
+    stand-in that kills itself, so that the crash is certain."""
+    runs = tmp_path / 'runs.txt'
+    binary = tmp_path / 'downward' / 'builds' / 'release' / 'bin' / 'downward'
+    binary.parent.mkdir(parents=True)
+    binary.write_text(f'#!/bin/sh\necho run >> {runs}\nkill -9 $$\n')
+    binary.chmod(0o755)
+    search = FastDownwardSearch(tmp_path / 'downward', timeout_s=30.0)
+    with pytest.raises(PlanningError, match=f'task crash: the Fast Downward search was '
+                                            f'killed by signal 9 in each of '
+                                            f'{CRASH_RETRIES + 1} runs'):
+        search.search(SAS, 'task crash')
+    assert runs.read_text().count('run') == CRASH_RETRIES + 1

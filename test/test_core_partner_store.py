@@ -129,3 +129,23 @@ def test_an_old_belief_file_is_imported_without_a_log(model, planner, observatio
         assert store.import_profile(document, 'dan') == 'dan'
         assert np.array_equal(store.load('dan').estimate, estimator.estimate)
         assert store.log('dan') == []
+
+
+def test_an_unreadable_profile_is_named_and_can_be_deleted(model, planner, tmp_path):
+    """A profile row damaged outside cecm_ros: listing and loading name the partner
+    (the node answers list_partners with that); the other profiles stay readable and
+    deleting the damaged one repairs the store."""
+    path = tmp_path / 'p.sqlite'
+    with PartnerStore(path) as store:
+        store.save('ada', estimator_for(model, planner).belief)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO partners VALUES ('mangled', 0, 0, '{not json')")
+    with PartnerStore(path) as store:
+        assert store.has('mangled') and not store.has('nobody')
+        with pytest.raises(StoreError, match="stored belief of 'mangled' is unreadable"):
+            store.partners()
+        with pytest.raises(StoreError, match="stored belief of 'mangled' is unreadable"):
+            store.load('mangled')
+        assert store.load('ada').tasks_seen == 0
+        assert store.delete('mangled')
+        assert [p.partner_id for p in store.partners()] == ['ada']

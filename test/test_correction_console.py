@@ -18,8 +18,14 @@ pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make
 from graph_fixtures import RosClient, graph_environment, installed_or_skip  # noqa: E402
 
 from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
-from cecm_ros.msg import Correction, RobotIntent, StepResult  # noqa: E402
-from cecm_ros.nodes.common import QOS_EVENTS  # noqa: E402
+from cecm_ros.msg import (  # noqa: E402
+    Correction,
+    JointPlan,
+    JointStep,
+    RobotIntent,
+    StepResult,
+)
+from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 
 TASK = 'console-task'
 
@@ -136,6 +142,44 @@ def test_a_finished_step_cannot_be_answered(console):
     assert _wait_output(console, 'nothing to answer: no intent is open'), _output(console)
     assert not any(c.step == 3 for c in console['corrections'])
     assert console['process'].poll() is None
+
+
+def test_a_repeated_intent_is_shown_once_and_another_steps_result_leaves_it_open(console):
+    _announce(console, 4, '(move robot kitchen study)')
+    console['intents'].publish(RobotIntent(task_id=TASK, step=4,
+                                           action='(move robot kitchen study)'))
+    console['steps'].publish(StepResult(task_id=TASK, step=99, action='noop'))
+    assert _wait_output(console, 'step 99: the robot did noop'), _output(console)
+    _type(console, '')
+    answer = _answer_for(console, 4)
+    assert answer.corrected_action == '(move robot kitchen study)'
+    assert _output(console).count(f'[{TASK} step 4] the robot intends') == 1
+    assert 'step 4 went unanswered' not in _output(console)
+
+
+def test_a_partner_plan_with_an_unknown_action_is_ignored(console):
+    plans = console['client'].node.create_publisher(JointPlan, 'human/joint_plan',
+                                                    QOS_LATCHED)
+    try:
+        plans.publish(JointPlan(task_id=TASK, steps=[JointStep(
+            robot_action='(fly robot plate kitchen)', human_action='noop')]))
+        assert _wait_output(console, "ignoring the partner's plan: JointPlan of task "
+                                     f"{TASK!r} step 0 robot_action"), _output(console)
+        assert "unknown action 'fly'" in _output(console)
+    finally:
+        console['client'].node.destroy_publisher(plans)
+    assert console['process'].poll() is None
+
+
+def test_an_unreadable_household_file_stops_the_console_with_the_reason(console):
+    executables, _ = installed_or_skip('correction_console')
+    done = subprocess.run([str(executables / 'correction_console'), '--ros-args', '-p',
+                           'household_file:=/no/such/household.yaml'],
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'cannot start node: cannot read household file /no/such/household.yaml' in \
+        done.stdout + done.stderr
 
 
 def test_quit_ends_the_console_cleanly(console):

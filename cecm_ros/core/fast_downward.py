@@ -156,7 +156,8 @@ class FastDownwardSearch:
             print(f'cecm planner: the Fast Downward {what} of {label} was killed by signal '
                   f'{-result.returncode}' + ('; running it again' if attempt < CRASH_RETRIES
                                              else ''), file=sys.stderr, flush=True)
-        return result
+        raise PlanningError(f'{label}: the Fast Downward {what} was killed by signal '
+                            f'{-result.returncode} in each of {CRASH_RETRIES + 1} runs')
 
 
 def _tail(result: subprocess.CompletedProcess) -> str:

@@ -183,12 +183,22 @@ class PartnerStore:
                 'GROUP BY p.partner_id ORDER BY p.partner_id').fetchall()
         summaries = []
         for partner_id, updated, belief, entries in rows:
-            data = json.loads(belief)
-            summaries.append(PartnerSummary(
-                partner_id, str(data.get('method', '')),
-                str(data.get('settings', {}).get('inference', '')),
-                int(data.get('tasks_seen', 0)), int(entries), float(updated)))
+            try:
+                data = json.loads(belief)
+                summaries.append(PartnerSummary(
+                    partner_id, str(data.get('method', '')),
+                    str(data.get('settings', {}).get('inference', '')),
+                    int(data.get('tasks_seen', 0)), int(entries), float(updated)))
+            except (ValueError, TypeError, AttributeError) as error:
+                raise StoreError(f'the stored belief of {partner_id!r} is unreadable: '
+                                 f'{error}') from None
         return summaries
+
+    def has(self, partner_id: str) -> bool:
+        """Whether the store holds a profile of ``partner_id`` (readable or not)."""
+        with self._lock:
+            return self._db.execute('SELECT 1 FROM partners WHERE partner_id = ?',
+                                    (partner_id,)).fetchone() is not None
 
     def load(self, partner_id: str) -> CapabilityBelief | None:
         """The partner's current belief, or None for an unknown partner."""

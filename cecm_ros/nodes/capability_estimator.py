@@ -43,6 +43,7 @@ from cecm_ros.nodes.common import (
     CecmNode,
     StopRequestedError,
     finish_goal,
+    not_empty,
     run_node,
 )
 from cecm_ros.srv import (
@@ -101,7 +102,8 @@ class CapabilityEstimator(CecmNode):
                      low=0.001, high=0.499)
         self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)',
                      low=0, high=2**31 - 1)
-        self.declare('partner_id', 'partner', 'The partner whose belief this node keeps')
+        self.declare('partner_id', 'partner', 'The partner whose belief this node keeps',
+                     check=not_empty)
         self.declare('store_path', '',
                      "Partner store (SQLite) that keeps every partner's belief and task log; "
                      "'~' is expanded; '' or 'memory' = in memory only (lost at exit)")
@@ -177,6 +179,20 @@ class CapabilityEstimator(CecmNode):
         if store is not None:
             store.close()
         super().teardown()
+
+    def check_parameters(self, changes: dict) -> str:
+        """The estimator settings must make sense together (e.g. epsilon > 0, not both
+        window and decay), as EstimatorSettings requires, before any value is taken."""
+        if not set(changes) & set(NODE_PARAMETERS):
+            return ''
+        values = {name: changes[name] if name in changes else
+                  self.param(name) if self.has_parameter(name) else default
+                  for name, default in NODE_PARAMETERS.items()}
+        try:
+            settings_from_parameters(values)
+        except CecmError as error:
+            return f'estimator settings: {error}'
+        return ''
 
     def _settings(self) -> EstimatorSettings:
         """The estimator settings from the parameters (presets fill what is left open)."""
@@ -360,11 +376,12 @@ class CapabilityEstimator(CecmNode):
             response.success, response.message = False, 'capability_estimator is not active'
             return response
         try:
-            candidates = [conv.task_from_msg(self.model, task) for task in request.candidates]
-            if not candidates:
+            if not request.candidates:
                 raise conv.MessageError('no candidate tasks given')
-            if len(candidates) > 100:
-                raise conv.MessageError(f'{len(candidates)} candidates; at most 100')
+            if len(request.candidates) > conv.MAX_CANDIDATES:
+                raise conv.MessageError(f'{len(request.candidates)} candidates; at most '
+                                        f'{conv.MAX_CANDIDATES}')
+            candidates = [conv.task_from_msg(self.model, task) for task in request.candidates]
             with self.locked():
                 estimator = self.estimator
             vectors, weights = estimator.hypotheses()
@@ -384,7 +401,14 @@ class CapabilityEstimator(CecmNode):
         return response
 
     def _on_list(self, request: ListPartners.Request, response: ListPartners.Response):
-        profiles = self.store.partners()
+        try:
+            profiles = self.store.partners()
+        except CecmError as error:
+            response.success = False
+            response.message = (f'cannot list the partners: {error}; reset_partner or '
+                                'delete_partner repairs that profile')
+            self.get_logger().warning(f'list_partners: {error}')
+            return response
         response.store_path = self.param('store_path')
         response.partner_ids = [p.partner_id for p in profiles]
         response.methods = [p.method for p in profiles]
@@ -414,6 +438,10 @@ class CapabilityEstimator(CecmNode):
 
     def _on_reset(self, request: PartnerCommand.Request, response: PartnerCommand.Response):
         partner = request.partner_id or self.partner_id
+        if partner != self.partner_id and not self.store.has(partner):
+            response.success = False
+            response.message = f'no partner {partner!r} in the store; nothing reset'
+            return response
 
         def reset():
             fresh = self._make_estimator(None)

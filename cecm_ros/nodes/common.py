@@ -44,9 +44,11 @@ from rclpy.service import Service
 from rclpy.subscription import Subscription
 from rclpy.task import Future
 from rclpy.timer import Timer
+from rclpy.validate_topic_name import validate_topic_name
 
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.errors import CecmError
 from cecm_ros.core.household import Household
 
 # Beliefs, task requests and plans: the latest value matters, also to late joiners.
@@ -139,6 +141,7 @@ class CecmNode(LifecycleNode):
         self._entities: list = []   # what configure() created, for teardown()
         self.planner = None         # a core JointPlanner, for nodes that plan
         self._choices: dict[str, tuple[str, ...]] = {}
+        self._checks: dict[str, Callable[[Any], str]] = {}
         self.parameter_errors: list[str] = []   # bad values given at start-up
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
@@ -146,8 +149,10 @@ class CecmNode(LifecycleNode):
     def declare(self, name: str, default: Any, description: str,
                 param_type: int | None = None, read_only: bool = False, *,
                 low: float | None = None, high: float | None = None,
-                choices: tuple[str, ...] | None = None) -> None:
-        """Declare a parameter with its range (``low``..``high``) or its ``choices``.
+                choices: tuple[str, ...] | None = None,
+                check: Callable[[Any], str] | None = None) -> None:
+        """Declare a parameter with its range (``low``..``high``), its ``choices`` (for a
+        string array: of every element) or a ``check`` (value -> '' or what is wrong).
 
         A value outside them is refused when set at run time, with the reason. One that
         comes from a parameters file or the command line is kept out as well: the node
@@ -172,9 +177,11 @@ class CecmNode(LifecycleNode):
         if choices:
             self._choices[name] = tuple(choices)
             descriptor.additional_constraints = 'one of: ' + ', '.join(choices)
+        if check is not None:
+            self._checks[name] = check
         try:
             self.declare_parameter(name, default, descriptor)
-            problem = self._check_choice(name, self.get_parameter(name).value)
+            problem = self._check_value(name, self.get_parameter(name).value)
         except (InvalidParameterValueException, InvalidParameterTypeException) as error:
             self.declare_parameter(name, default, descriptor, ignore_override=True)
             problem = f'parameter {name!r}: {error}'
@@ -183,18 +190,37 @@ class CecmNode(LifecycleNode):
             self.get_logger().error(f'{problem}; the node keeps the default {default!r} and '
                                     'will not configure until this is fixed')
 
-    def _check_choice(self, name: str, value) -> str:
+    def _check_value(self, name: str, value) -> str:
+        """What is wrong with ``value`` for ``name`` beyond its type and range ('' = ok)."""
         allowed = self._choices.get(name)
-        if allowed and value not in allowed:
+        if allowed and isinstance(value, str) and value not in allowed:
             return f'parameter {name!r} = {value!r} is not one of {", ".join(allowed)}'
+        if allowed and not isinstance(value, str):
+            wrong = [v for v in value if v not in allowed]
+            if wrong:
+                return (f'parameter {name!r}: {wrong[0]!r} is not one of '
+                        f'{", ".join(allowed)}')
+        check = self._checks.get(name)
+        problem = check(value) if check is not None else ''
+        return f'parameter {name!r} = {value!r}: {problem}' if problem else ''
+
+    def check_parameters(self, changes: dict[str, Any]) -> str:
+        """What is wrong with these new values together with the others ('' = ok).
+
+        Override for constraints between parameters; undeclared ones are not set yet.
+        """
         return ''
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
-        """Refuse string values outside a parameter's choices (rclpy checks ranges)."""
+        """Refuse values outside a parameter's choices or check (rclpy checks types and
+        ranges first), and combinations that ``check_parameters`` refuses."""
         for parameter in parameters:
-            problem = self._check_choice(parameter.name, parameter.value)
+            problem = self._check_value(parameter.name, parameter.value)
             if problem:
                 return SetParametersResult(successful=False, reason=problem)
+        problem = self.check_parameters({p.name: p.value for p in parameters})
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
         for parameter in parameters:
             self.parameter_errors = [e for e in self.parameter_errors
                                      if not e.startswith(f'parameter {parameter.name!r}')]
@@ -209,10 +235,23 @@ class CecmNode(LifecycleNode):
 
     def declare_model_parameters(self) -> None:
         self.declare('household_file', '',
-                     "Household YAML file; '' = the package's config/tidyup_household.yaml")
+                     "Household YAML file; '' = the package's config/tidyup_household.yaml",
+                     check=_loads(Household))
         self.declare('capabilities_file', '',
                      "Capability catalogue YAML file; '' = the package's "
-                     'config/capabilities.yaml')
+                     'config/capabilities.yaml', check=_loads(CapabilityCatalog))
+
+    def partner_check(self) -> Callable[[str], str]:
+        """A check of a partner spec (a type or ``name=0,...``) against the catalogue of
+        ``capabilities_file``."""
+        def check(spec: str) -> str:
+            try:
+                path = self.param('capabilities_file')
+                CapabilityCatalog.from_yaml(path or None).resolve(spec)
+            except CecmError as error:
+                return str(error)
+            return ''
+        return check
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -502,6 +541,46 @@ class CecmNode(LifecycleNode):
 
     def stamp(self):
         return self.get_clock().now().to_msg()
+
+
+def ros_name(optional: bool = False, suffix: str = '') -> Callable[[str], str]:
+    """A check that a value is a valid topic, service or action name (``suffix`` is
+    appended first, for namespaces; ``optional``: '' means none)."""
+    def check(value: str) -> str:
+        if optional and not value:
+            return ''
+        try:
+            validate_topic_name(value.rstrip('/') + suffix if suffix else value)
+        except Exception as error:  # noqa: BLE001 - rclpy's Invalid*NameException
+            return str(error).splitlines()[0]
+        return ''
+    return check
+
+
+def not_empty(value: str) -> str:
+    return '' if value.strip() else 'must not be empty'
+
+
+def at_least_one(values) -> str:
+    return '' if len(values) else 'must list at least one'
+
+
+def existing_file(value: str) -> str:
+    """A check for optional file parameters: '' or a file that exists."""
+    return '' if not value or os.path.isfile(value) else 'no such file'
+
+
+def _loads(kind) -> Callable[[str], str]:
+    """A check that a model file ('' = the package's) loads as ``kind`` (its from_yaml)."""
+    def check(path: str) -> str:
+        if not path:
+            return ''
+        try:
+            kind.from_yaml(path)
+        except CecmError as error:
+            return str(error)
+        return ''
+    return check
 
 
 def model_from_files(household_file: str, capabilities_file: str) -> TidyUpModel:

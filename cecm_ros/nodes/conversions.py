@@ -17,7 +17,7 @@ from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import NOOP, Task, TidyUpModel
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
-from cecm_ros.core.inference import describe_report
+from cecm_ros.core.inference import STATUSES, describe_report
 from cecm_ros.core.planner import JointPlan, JointStep
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -26,6 +26,13 @@ from cecm_ros.msg import TaskOutcome, TaskRequest, TeamState
 
 WAIT = 'wait'                        # the skill kind that executes "noop"
 NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
+
+# Size limits. Nothing legitimate comes near them; a message beyond them can only be
+# wrong, and refusing it before reading it keeps a node from spending time and memory
+# on it. A list of propositions is also limited by the household (it cannot hold more
+# distinct ones than the household has), a capability vector by the catalogue.
+MAX_STEPS = 10_000        # joint steps of one task: plans, trajectories (executor max_steps)
+MAX_CANDIDATES = 100      # candidate tasks of one RankTasks request
 
 
 class MessageError(CecmError, ValueError):
@@ -56,10 +63,21 @@ def skill_kind(model: TidyUpModel, action: str) -> str:
 
 # ------------------------------------------------------------------------- states
 def state_from_atoms(model: TidyUpModel, atoms: Iterable[str], what: str) -> int:
-    try:
-        return model.state_from_atoms(atoms)
-    except CecmError as error:
-        raise MessageError(f'{what}: {error}') from None
+    """The bitmask state of a message's propositions: each known and listed once."""
+    atoms = list(atoms)
+    if len(atoms) > len(model.propositions):
+        raise MessageError(f'{what}: {len(atoms)} propositions, but the household has only '
+                           f'{len(model.propositions)}')
+    state = 0
+    for text in atoms:
+        try:
+            bit = 1 << model.proposition_index(text)
+        except CecmError as error:
+            raise MessageError(f'{what}: {error}') from None
+        if state & bit:
+            raise MessageError(f'{what}: proposition {text!r} is listed twice')
+        state |= bit
+    return state
 
 
 def team_state_msg(model: TidyUpModel, task_id: str, step: int, state: int,
@@ -81,6 +99,9 @@ def trajectory_from_msgs(model: TidyUpModel, states: Sequence[TeamState],
     """Bitmask states s_0..s_H; the messages must be that task's steps 0..H in order."""
     if not states:
         raise MessageError(f'task {task_id!r}: the trajectory is empty')
+    if len(states) > MAX_STEPS + 1:
+        raise MessageError(f'task {task_id!r}: the trajectory has {len(states)} states; at '
+                           f'most {MAX_STEPS + 1} (a task has at most {MAX_STEPS} steps)')
     trajectory = []
     for expected, msg in enumerate(states):
         if msg.task_id != task_id:
@@ -127,6 +148,9 @@ def vector_from_msg(catalog: CapabilityCatalog, names: Sequence[str],
                     values: Sequence, what: str) -> np.ndarray:
     """A capability vector sent as parallel name/value lists, in catalogue order."""
     names, values = list(names), list(values)
+    if len(names) != len(catalog):
+        raise MessageError(f'{what}: {len(names)} capability names, but the catalogue has '
+                           f'{len(catalog)}')
     if len(names) != len(values):
         raise MessageError(f'{what}: {len(names)} capability names but {len(values)} values')
     if names != list(catalog.names):
@@ -159,6 +183,9 @@ def plan_msg(plan: JointPlan, catalog: CapabilityCatalog, vector: np.ndarray,
 
 def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg) -> JointPlan:
     """The plan's joint steps as a core plan (costs copied; no state trajectory)."""
+    if len(msg.steps) > MAX_STEPS:
+        raise MessageError(f'JointPlan of task {msg.task_id!r} has {len(msg.steps)} steps; at '
+                           f'most {MAX_STEPS}')
     steps = []
     for index, step in enumerate(msg.steps):
         what = f'JointPlan of task {msg.task_id!r} step {index}'
@@ -199,10 +226,27 @@ def estimate_from_belief_msg(catalog: CapabilityCatalog, msg: CapabilityBeliefMs
                            f'{len(catalog)}')
     if any(not np.isfinite(x) or not -1e-9 <= x <= 1.0 + 1e-9 for x in msg.theta):
         raise MessageError(f'{what}: theta must hold probabilities in [0, 1]')
-    if msg.status and len(msg.status) != len(catalog):
-        raise MessageError(f'{what}: status has {len(msg.status)} entries, expected '
-                           f'{len(catalog)} (or none)')
+    for field in ('status', 'confounded_with'):
+        entries = getattr(msg, field)
+        if entries and len(entries) != len(catalog):
+            raise MessageError(f'{what}: {field} has {len(entries)} entries, expected '
+                               f'{len(catalog)} (or none)')
+    unknown = sorted(set(msg.status) - set(STATUSES))
+    if unknown:
+        raise MessageError(f'{what}: unknown status {unknown[0]!r} (statuses: '
+                           f'{", ".join(STATUSES)})')
     return estimate
+
+
+def stamped_before(msg, than) -> bool:
+    """Whether ``msg`` was stamped before ``than``: an out-of-order (stale) message.
+
+    A message without a stamp (e.g. typed with ``ros2 topic pub``) is never stale.
+    """
+    new, old = msg.header.stamp, than.header.stamp
+    if not (new.sec or new.nanosec) or not (old.sec or old.nanosec):
+        return False
+    return (new.sec, new.nanosec) < (old.sec, old.nanosec)
 
 
 def report_lines(msg: CapabilityBeliefMsg) -> list[str]:
@@ -231,4 +275,8 @@ def outcome_from_msg(model: TidyUpModel, msg: TaskOutcome) -> tuple[Task, list[i
     trajectory = trajectory_from_msgs(model, msg.trajectory, msg.task_id)
     task = Task(msg.task_id, frozenset(model.atoms_of(trajectory[0])),
                 frozenset(model.atoms_of(goal)))
+    try:
+        model.validate_task(task)   # the first state is where the task started
+    except CecmError as error:
+        raise MessageError(f'{what}: trajectory state 0: {error}') from None
     return task, trajectory

@@ -81,6 +81,8 @@ class CorrectionConsole(Node):
     def _on_intent(self, msg: RobotIntent) -> None:
         with self._lock:
             unanswered = self.open_intent
+            if unanswered is not None and _key(unanswered) == _key(msg):
+                return   # the open intent again (a duplicate): it is shown already
             self.open_intent = msg
             hint = self._expected(msg)
         if unanswered is not None:
@@ -150,6 +152,10 @@ class CorrectionConsole(Node):
         if not self.finished.done():
             self.say('  standard input closed; quitting')
             self.finished.set_result(None)
+
+
+def _key(intent: RobotIntent) -> tuple:
+    return intent.task_id, intent.step, intent.action
 
 
 def _console_reading_stdin() -> CorrectionConsole:

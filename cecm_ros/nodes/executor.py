@@ -41,6 +41,7 @@ from cecm_ros.nodes.common import (
     StopRequestedError,
     WaitInterruptedError,
     finish_goal,
+    ros_name,
     run_node,
 )
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
@@ -66,11 +67,13 @@ class Executor(CecmNode):
                      'this many subscribers listen on robot/intent: 2 with a web_panel beside '
                      'the partner, which must not miss the intent', low=1, high=100)
         self.declare('max_steps', 100, 'Joint steps after which a task is aborted',
-                     low=1, high=10_000)
+                     low=1, high=conv.MAX_STEPS)
         for kind in DEFAULT_SKILLS:
             self.declare(f'skills.{kind}', f'robot/skills/{kind}',
-                         f'ExecuteSkill action server that executes robot {kind!r} actions')
-        self.declare('plan_service', 'plan_task', 'PlanTask service of the joint planner')
+                         f'ExecuteSkill action server that executes robot {kind!r} actions',
+                         check=ros_name())
+        self.declare('plan_service', 'plan_task', 'PlanTask service of the joint planner',
+                     check=ros_name())
         self.declare('server_wait_s', 15.0,
                      'How long to wait for the planner service and skill servers (at '
                      'activation, and for one that went away)', low=0.0, high=3600.0)
@@ -135,7 +138,23 @@ class Executor(CecmNode):
 
     # ------------------------------------------------------------------- topics
     def _on_team_state(self, msg: TeamState) -> None:
+        """Keep each step's state. The same message again (a duplicate, or one delivered
+        late) changes nothing; another state for a step already held is refused (the
+        first is what the robot acted on); a new step 0 starts the task over."""
+        try:
+            conv.state_from_team_state(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring team_state: {error}')
+            return
         with self.locked():
+            held = self.states.get(msg.task_id, {}).get(msg.step)
+            if held == msg:
+                return
+            if held is not None and msg.step > 0:
+                self.get_logger().warning(
+                    f'ignoring team_state of task {msg.task_id!r} step {msg.step}: it differs '
+                    'from the one received before for that step (kept)')
+                return
             if msg.step == 0:   # a (re)started task: forget older states of that id
                 self.states.pop(msg.task_id, None)
             if msg.task_id not in self.states:

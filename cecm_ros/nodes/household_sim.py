@@ -26,6 +26,8 @@ from cecm_ros.nodes.common import (
     QOS_TEAM_STATE,
     CecmNode,
     StopRequestedError,
+    at_least_one,
+    ros_name,
     run_node,
 )
 from cecm_ros.srv import ResetWorld
@@ -39,14 +41,18 @@ class HouseholdSim(CecmNode):
         self.declare_model_parameters()
         self.declare('partner', 'low_capability',
                      "The simulated human's TRUE capabilities: a partner type name or a "
-                     'vector spec name=0,name=1,... (over all ones)')
+                     'vector spec name=0,name=1,... (over all ones)',
+                     check=self.partner_check())
         self.declare('robot_skill_namespace', 'robot/skills',
-                     'Namespace of the robot skill action servers (<namespace>/<kind>)')
+                     'Namespace of the robot skill action servers (<namespace>/<kind>)',
+                     check=ros_name(suffix='/move'))
         self.declare('human_skill_namespace', 'human/skills',
-                     'Namespace of the human skill action servers (<namespace>/<kind>)')
+                     'Namespace of the human skill action servers (<namespace>/<kind>)',
+                     check=ros_name(suffix='/move'))
         self.declare('skills', list(DEFAULT_SKILLS),
                      'Skill kinds served for each agent: action schemas of the domain, '
-                     'and "wait" for noop', ParameterType.PARAMETER_STRING_ARRAY)
+                     'and "wait" for noop', ParameterType.PARAMETER_STRING_ARRAY,
+                     choices=tuple(DEFAULT_SKILLS), check=at_least_one)
         self.declare('step_timeout_s', 60.0,
                      "How long a skill goal waits for the other agent's action of the same "
                      'step before it is aborted (0 = wait forever)', low=0.0, high=3600.0)

@@ -30,6 +30,7 @@ class JointPlannerNode(CecmNode):
                      low=1, high=64)
         self.planner: JointPlanner | None = None
         self.estimate = None
+        self.belief: CapabilityBelief | None = None   # the message the estimate came from
         self.belief_source = ''
 
     def configure(self) -> None:
@@ -57,6 +58,12 @@ class JointPlannerNode(CecmNode):
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring belief: {error}')
             return
+        if self.belief is not None and conv.stamped_before(msg, self.belief):
+            self.get_logger().warning(
+                f'ignoring belief of {msg.partner_id!r} after {msg.tasks_seen} tasks: it is '
+                'older than the one planned with (out of order)')
+            return
+        self.belief = msg
         self.estimate = estimate
         self.belief_source = f'{msg.method} belief of {msg.partner_id!r} after ' \
                              f'{msg.tasks_seen} tasks'

@@ -34,15 +34,17 @@ from rcl_interfaces.msg import (
     IntegerRange,
     ParameterDescriptor,
     ParameterType,
+    SetParametersResult,
 )
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from cecm_ros.msg import GraphStatus, NodeStatus
-from cecm_ros.nodes.common import QOS_LATCHED, leave
+from cecm_ros.nodes.common import QOS_LATCHED, leave, ros_name
 from cecm_ros.srv import ManageNodes
 
 DEFAULT_NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -92,9 +94,12 @@ class LifecycleManager(Node):
         self.stop = stop
         self._lock = threading.Lock()
         self._pending: set[threading.Event] = set()
+        self.parameter_errors: list[str] = []   # bad values given at start-up
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self._declare('node_names', list(DEFAULT_NODES),
-                      'Managed lifecycle nodes, in start-up order (shut down in reverse)',
-                      ParameterType.PARAMETER_STRING_ARRAY)
+                      'Managed lifecycle nodes, in start-up order (shut down in reverse); '
+                      'read at start only', ParameterType.PARAMETER_STRING_ARRAY,
+                      read_only=True)
         self._declare('autostart', True, 'Configure and activate all nodes at start-up',
                       ParameterType.PARAMETER_BOOL)
         self._declare('service_wait_s', 60.0,
@@ -119,8 +124,9 @@ class LifecycleManager(Node):
                       'Bring a node that came back (respawned, or answering again) back to '
                       'active', ParameterType.PARAMETER_BOOL)
         self.names = list(self.get_parameter('node_names').value)
-        if len(set(self.names)) != len(self.names) or not all(self.names):
-            raise ValueError(f'node_names must be distinct non-empty names, got {self.names}')
+        if len(set(self.names)) != len(self.names) or not self.names or \
+                any(ros_name()(f'{name}/change_state') for name in self.names):
+            raise ValueError(f'node_names must be distinct valid node names, got {self.names}')
         group = ReentrantCallbackGroup()
         self.change = {n: self.create_client(ChangeState, f'{n}/change_state',
                                              callback_group=group) for n in self.names}
@@ -136,15 +142,34 @@ class LifecycleManager(Node):
         self._last_publish = 0.0
         self.started = self.get_clock().now().to_msg()
 
-    def _declare(self, name, default, description, param_type, limits=None) -> None:
-        descriptor = ParameterDescriptor(name=name, type=param_type, description=description)
+    def _declare(self, name, default, description, param_type, limits=None,
+                 read_only=False) -> None:
+        """Declare a parameter with its range. A bad value from a parameters file or the
+        command line is kept out: the default stays, and the nodes are not started until
+        it is fixed (``ros2 param set``), like a lifecycle node that refuses configure."""
+        descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
+                                         read_only=read_only)
         if limits and param_type == ParameterType.PARAMETER_INTEGER:
             descriptor.integer_range = [IntegerRange(from_value=limits[0],
                                                      to_value=limits[1], step=1)]
         elif limits:
             descriptor.floating_point_range = [FloatingPointRange(
                 from_value=limits[0], to_value=limits[1], step=0.0)]
-        self.declare_parameter(name, default, descriptor)
+        try:
+            self.declare_parameter(name, default, descriptor)
+        except (InvalidParameterValueException, InvalidParameterTypeException) as error:
+            self.declare_parameter(name, default, descriptor, ignore_override=True)
+            problem = f'parameter {name!r}: {error}'
+            self.parameter_errors.append(problem)
+            self.get_logger().error(f'{problem}; keeping the default {default!r}; the nodes '
+                                    'are not started until this is fixed')
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """rclpy has checked types and ranges by now: a value set clears its error."""
+        for parameter in parameters:
+            self.parameter_errors = [e for e in self.parameter_errors
+                                     if not e.startswith(f'parameter {parameter.name!r}')]
+        return SetParametersResult(successful=True)
 
     def value(self, name: str):
         return self.get_parameter(name).value
@@ -219,6 +244,10 @@ class LifecycleManager(Node):
 
     # ------------------------------------------------------------------ commands
     def startup(self) -> bool:
+        if self.parameter_errors:
+            self.mode = 'stopped'
+            self.get_logger().error('startup refused: ' + '; '.join(self.parameter_errors))
+            return False
         wait_s = self.value('service_wait_s')
         timeout_s = self.value('transition_timeout_s')
         self.mode = 'starting'
@@ -313,6 +342,9 @@ class LifecycleManager(Node):
         """Run a ManageNodes command (in the supervisor thread)."""
         timeout = self.value('transition_timeout_s')
         name = COMMANDS[command]
+        if command == ManageNodes.Request.STARTUP and self.parameter_errors:
+            self.startup()
+            return False, 'startup refused: ' + '; '.join(self.parameter_errors)
         if command == ManageNodes.Request.STARTUP:
             ok = self.startup()
         elif command == ManageNodes.Request.PAUSE:

@@ -31,6 +31,8 @@ from cecm_ros.nodes.common import (
     QOS_LATCHED,
     CecmNode,
     SafeActionClient,
+    at_least_one,
+    ros_name,
     run_node,
 )
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
@@ -44,12 +46,14 @@ class SimulatedHumanNode(CecmNode):
         self.declare_model_parameters()
         self.declare('partner', 'low_capability',
                      'TRUE capabilities of this partner: a partner type name or a vector '
-                     'spec name=0,name=1,...')
+                     'spec name=0,name=1,...', check=self.partner_check())
         self.declare('human_skill_namespace', 'human/skills',
-                     'Namespace of the human skill action servers (<namespace>/<kind>)')
+                     'Namespace of the human skill action servers (<namespace>/<kind>)',
+                     check=ros_name(suffix='/move'))
         self.declare('skills', list(DEFAULT_SKILLS),
                      'Skill kinds the human can be asked to execute',
-                     ParameterType.PARAMETER_STRING_ARRAY)
+                     ParameterType.PARAMETER_STRING_ARRAY, choices=tuple(DEFAULT_SKILLS),
+                     check=at_least_one)
         self.declare('forgo_probability', 0.0,
                      'Chance per task that the partner declines one capability its optimal '
                      'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
@@ -122,7 +126,7 @@ class SimulatedHumanNode(CecmNode):
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring task request: {error}')
             return
-        self.task = task
+        self.task, self.attempt = task, msg.attempt
         # As in `cecm experiment`: one partner per task, seeded by seed and task id.
         self.human = CoreHuman(self.planner, self.truth, self.forgo,
                                seed=partner_seed(self.param('seed'), task.task_id))

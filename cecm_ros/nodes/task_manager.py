@@ -74,6 +74,9 @@ from cecm_ros.nodes.common import (
     SafeActionClient,
     StopRequestedError,
     WaitInterruptedError,
+    existing_file,
+    not_empty,
+    ros_name,
     run_node,
 )
 from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
@@ -93,11 +96,13 @@ class TaskManager(CecmNode):
                      low=1, high=100_000)
         self.declare('seed', 0, 'Seed of the core TaskGenerator', low=0, high=2**31 - 1)
         self.declare('tasks_file', '',
-                     "YAML file with the tasks to run instead of generated ones ('' = generate)")
+                     "YAML file with the tasks to run instead of generated ones ('' = generate)",
+                     check=existing_file)
         self.declare('partner', 'low_capability',
                      "The simulated partner's TRUE type or vector; used ONLY to evaluate "
-                     'and report metrics')
-        self.declare('partner_id', 'partner', 'Identifier of the partner put in TaskRequests')
+                     'and report metrics', check=self.partner_check())
+        self.declare('partner_id', 'partner', 'Identifier of the partner put in TaskRequests',
+                     check=not_empty)
         self.declare('session_id', '',
                      "Identifier of the session ('' = derived from partner_id and seed): a "
                      'restarted task manager resumes an unfinished session of that id, a '
@@ -115,12 +120,13 @@ class TaskManager(CecmNode):
                      'next task and more from a second generator; tasks_file: the next '
                      'remaining tasks of the file)', low=1, high=100)
         self.declare('rank_service', 'capability_estimator/rank_tasks',
-                     'RankTasks service that scores candidate tasks')
+                     'RankTasks service that scores candidate tasks', check=ros_name())
         self.declare('progress_service', 'capability_estimator/session_progress',
-                     "SessionProgress service: which of a session's tasks are applied")
+                     "SessionProgress service: which of a session's tasks are applied",
+                     check=ros_name())
         self.declare('graph_status_topic', 'lifecycle_manager/graph_status',
                      "The lifecycle manager's GraphStatus ('' = no manager: every failed task "
-                     'counts as failed)')
+                     'counts as failed)', check=ros_name(optional=True))
         self.declare('heldout_tasks', 40,
                      'Held-out tasks on which the plan under each new estimate is compared '
                      'with the plan under the TRUE capabilities (metrics only; 0 = off)',
@@ -131,15 +137,18 @@ class TaskManager(CecmNode):
                      'Shut down (exit code 0, or 1 after a failed session) when done')
         self.declare('summary_path', '',
                      "Write the session summary (cecm experiment format) here ('' = none)")
-        self.declare('reset_service', 'household_sim/reset_world', 'ResetWorld service')
-        self.declare('run_task_action', 'executor/run_task', 'RunTask action server')
+        self.declare('reset_service', 'household_sim/reset_world', 'ResetWorld service',
+                     check=ros_name())
+        self.declare('run_task_action', 'executor/run_task', 'RunTask action server',
+                     check=ros_name())
         self.declare('estimate_action', 'capability_estimator/estimate',
-                     'EstimateCapabilities action server')
+                     'EstimateCapabilities action server', check=ros_name())
         self.declare('estimator_node', 'capability_estimator',
-                     'Node whose parameters (method, samples, ...) go into the summary')
+                     'Node whose parameters (method, samples, ...) go into the summary',
+                     check=ros_name())
         self.declare('partner_node', 'simulated_human',
                      "Simulated partner whose forgo_probability goes into the summary ('' = "
-                     'none, e.g. a real person)')
+                     'none, e.g. a real person)', check=ros_name(optional=True))
         self.declare('wait_for_partner_plan', True,
                      'Before running a task, wait for the partner plan on human/joint_plan '
                      '(simulated partners publish one)')
@@ -265,11 +274,41 @@ class TaskManager(CecmNode):
 
     # ------------------------------------------------------------------- topics
     def _on_belief(self, msg: CapabilityBelief) -> None:
+        """Only a well-formed, current belief about this session's partner is taken."""
+        try:
+            conv.estimate_from_belief_msg(self.model.catalog, msg)
+            if msg.partner_id != self.partner_id:
+                raise conv.MessageError(f'it is about partner {msg.partner_id!r}, the '
+                                        f'session is about {self.partner_id!r}')
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring belief: {error}')
+            return
         with self.locked():
+            if self.belief is not None and conv.stamped_before(msg, self.belief):
+                self.get_logger().warning(f'ignoring belief after {msg.tasks_seen} tasks: '
+                                          'older than the one held (out of order)')
+                return
             self.belief = msg
         self.notify()
 
     def _on_team_state(self, msg: TeamState) -> None:
+        """Record the running task's states, as the executor keeps them: a duplicate
+        changes nothing, another state for a step already recorded is refused, a new
+        step 0 starts the recording over."""
+        with self.locked():
+            if msg.task_id != self.state_task:
+                return
+            held = self.states.get(msg.step)
+        if held == msg:
+            return
+        try:
+            conv.state_from_team_state(self.model, msg)
+            if held is not None and msg.step > 0:
+                raise conv.MessageError(f'step {msg.step} differs from the one recorded '
+                                        'before (kept)')
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring team_state: {error}')
+            return
         with self.locked():
             if msg.task_id != self.state_task:
                 return
@@ -278,30 +317,51 @@ class TaskManager(CecmNode):
             self.states[msg.step] = msg
         self.notify()
 
+    def _plan_is_valid(self, msg: JointPlan, topic: str) -> bool:
+        try:
+            conv.plan_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring plan on {topic}: {error}')
+            return False
+        return True
+
     def _on_robot_plan(self, msg: JointPlan) -> None:
+        if not self._plan_is_valid(msg, 'robot/joint_plan'):
+            return
         with self.locked():
             self.robot_plans.setdefault(msg.task_id, msg)   # the first plan of a task
         self.notify()
 
     def _on_human_plan(self, msg: JointPlan) -> None:
+        if not self._plan_is_valid(msg, 'human/joint_plan'):
+            return
         with self.locked():
             self.human_plans[msg.task_id] = msg
         self.notify()
 
     def _on_graph_status(self, msg: GraphStatus) -> None:
         with self.locked():
+            if self.graph is not None and conv.stamped_before(msg, self.graph):
+                self.get_logger().warning('ignoring graph_status: older than the one held '
+                                          '(out of order)')
+                return
             self.graph = msg
         self.notify()
 
     # ------------------------------------------------------------------ sessions
     def _on_start(self, request: StartTasks.Request, response: StartTasks.Response):
-        if not self.active:
-            response.success, response.message = False, 'task_manager is not active'
-        elif self.running:
-            response.success, response.message = False, 'a session is already running'
-        else:
-            self._schedule(request.num_tasks)
-            response.success, response.message = True, 'session started'
+        limit = self.describe_parameter('num_tasks').integer_range[0].to_value
+        with self.locked():   # two requests at once start one session
+            if not self.active:
+                response.success, response.message = False, 'task_manager is not active'
+            elif request.num_tasks > limit:
+                response.success = False
+                response.message = f'num_tasks {request.num_tasks} is more than {limit}'
+            elif self.running:
+                response.success, response.message = False, 'a session is already running'
+            else:
+                self._schedule(request.num_tasks)
+                response.success, response.message = True, 'session started'
         return response
 
     def _schedule(self, num_tasks: int) -> None:
