@@ -202,6 +202,7 @@ class Graph:
         """A lifecycle transition; sent again only while the node is not there yet."""
         target = {Transition.TRANSITION_CONFIGURE: State.PRIMARY_STATE_INACTIVE,
                   Transition.TRANSITION_ACTIVATE: State.PRIMARY_STATE_ACTIVE,
+                  Transition.TRANSITION_DEACTIVATE: State.PRIMARY_STATE_INACTIVE,
                   Transition.TRANSITION_CLEANUP: State.PRIMARY_STATE_UNCONFIGURED}[transition]
         name = f'{node}/change_state'
         client = self._kept(ChangeState, name, lambda n, kind, s: n.create_client(kind, s))
@@ -1141,6 +1142,7 @@ SPARES = {
     'simulated_human': ({'forgo_probability': '2.0'}, {'forgo_probability': 0.0}),
     'executor': ({'max_steps': '0'}, {'max_steps': 100}),
     'task_manager': ({'task_choice': 'random'}, {'task_choice': 'given'}),
+    'web_panel': ({'max_clients': '0'}, {'max_clients': 16}),
 }
 
 
@@ -1189,6 +1191,32 @@ def test_a_bad_value_at_start_up_keeps_the_node_up_until_it_is_fixed(spares, nod
     assert g.state_of(name) == State.PRIMARY_STATE_INACTIVE
     if node != 'joint_planner':   # the spare planner stays for the manager below
         assert g.transition(name, Transition.TRANSITION_CLEANUP)
+
+
+def test_a_web_panel_whose_port_is_taken_stays_inactive_until_given_another(spares):
+    """Activation fails naming the address (nothing else listens in its stead); the
+    node stays up, inactive, and activates on a free port once told one."""
+    import socket
+
+    g = spares
+    name, process = '/spare/web_panel', 'spare_web_panel'
+    if g.state_of(name) == State.PRIMARY_STATE_UNCONFIGURED:
+        assert g.set_parameters(name, SPARES['web_panel'][1])[0].successful
+        assert g.transition(name, Transition.TRANSITION_CONFIGURE), g.log(process)[-3000:]
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert g.set_parameters(name, {'port': port})[0].successful
+        assert not g.transition(name, Transition.TRANSITION_ACTIVATE)
+        g.wait_log(process, f'cannot serve on 127.0.0.1:{port}')
+        assert g.processes.graph.alive(process)
+        assert g.state_of(name) == State.PRIMARY_STATE_INACTIVE
+    assert g.set_parameters(name, {'port': 0})[0].successful
+    assert g.transition(name, Transition.TRANSITION_ACTIVATE), g.log(process)[-3000:]
+    g.wait_log(process, 'web panel: http://127.0.0.1:')
+    for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+        assert g.transition(name, transition)
 
 
 def _spare_planner_fixed(g) -> None:

@@ -313,6 +313,39 @@ def test_estimate_refuses_recordings_without_tasks_or_of_another_household(tmp_p
            '--household' in err
 
 
+@pytest.mark.parametrize('arguments, problem', [
+    (['-p', 'output:=/proc/no/such/folder/session.mcap'], 'cannot record: cannot create'),
+    (['-p', 'output:={existing}'], 'exists already; give another file or a folder'),
+    (['-p', 'queue_depth:=0'], 'queue_depth at least 1'),
+    (['-p', 'flush_period_s:=-1.0'], 'flush_period_s must be positive'),
+], ids=['unwritable-output', 'existing-file', 'queue-depth-zero', 'negative-flush-period'])
+def test_a_recorder_that_cannot_record_exits_naming_why(tmp_path, arguments, problem):
+    """The recorder is no lifecycle node: a bad start-up value ends the process with
+    code 1 and the reason (a file that exists is never overwritten unless asked)."""
+    import subprocess
+
+    pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
+    from graph_fixtures import graph_environment, installed_or_skip
+
+    from cecm_ros.domain_ids import reserve_domain_id
+
+    executables, _ = installed_or_skip('session_recorder')
+    existing = tmp_path / 'kept.mcap'
+    existing.write_bytes(b'not to be lost')
+    arguments = [a.format(existing=existing) for a in arguments]
+    if not any(a.startswith('output:=') for a in arguments):
+        arguments += ['-p', f'output:={tmp_path / "new.mcap"}']
+    with reserve_domain_id() as reservation:
+        done = subprocess.run(
+            [str(executables / 'session_recorder'), '--ros-args', *arguments],
+            env=graph_environment(reservation.domain_id), capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert problem in output, output
+    assert existing.read_bytes() == b'not to be lost'
+
+
 # ------------------------------------------------------------- a recorded session
 PARTNER = 'low_capability'
 TASKS = 3

@@ -850,14 +850,16 @@ class WebPanel(CecmNode):
         self.declare('host', '127.0.0.1',
                      'Address to listen on; 127.0.0.1 keeps the panel on this machine '
                      '(0.0.0.0: every interface, then set access_token)')
-        self.declare('port', 8090, 'TCP port; 0 = any free port (logged at activation)')
+        self.declare('port', 8090, 'TCP port; 0 = any free port (logged at activation)',
+                     low=0, high=65535)
         self.declare('access_token', '',
                      "Token every request and the WebSocket must carry (?token= or "
                      "Authorization: Bearer); '' = none (localhost only)")
         self.declare('sender', 'web_panel', 'The sender named in the corrections it publishes')
         self.declare('correction_window_s', 0.0,
                      "The executor's correction window, for the page's countdown; 0 = read "
-                     'the parameter correction_window_s of executor_node')
+                     'the parameter correction_window_s of executor_node', low=0.0,
+                     high=86400.0)
         self.declare('executor_node', 'executor', 'Node whose correction_window_s is read')
         for spec in TOPICS:
             self.declare(f'{spec.key}_topic', spec.default, spec.description)
@@ -867,10 +869,13 @@ class WebPanel(CecmNode):
         self.declare('allowed_origins', '',
                      'Comma-separated origins besides the panel itself whose pages may open '
                      'the WebSocket (e.g. http://localhost:8000 for a roslibjs page)')
-        self.declare('max_clients', 16, 'Simultaneous WebSocket clients')
-        self.declare('max_message_bytes', 16384, 'Largest client message answered')
-        self.declare('messages_per_second', 20.0, 'Messages a client may send per second')
-        self.declare('service_timeout_s', 10.0, 'How long call_service waits for an answer')
+        self.declare('max_clients', 16, 'Simultaneous WebSocket clients', low=1, high=10000)
+        self.declare('max_message_bytes', 16384, 'Largest client message answered',
+                     low=256, high=1024 * 1024)
+        self.declare('messages_per_second', 20.0, 'Messages a client may send per second',
+                     low=0.01, high=1e6)
+        self.declare('service_timeout_s', 10.0, 'How long call_service waits for an answer',
+                     low=0.1, high=3600.0)
         self.declare('web_dir', '',
                      "Folder with index.html, app.js and style.css; '' = the installed "
                      'cecm_ros/web')
