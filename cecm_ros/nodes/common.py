@@ -627,6 +627,7 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
     except Exception as error:  # noqa: BLE001
         print(f'cannot initialise ROS: {error}')
         return 1
+    rclpy.utilities.get_default_context().on_shutdown(_exit_if_stuck)
     node = None
     executor = None
     code = 0
@@ -659,6 +660,20 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
                 pass
         rclpy.try_shutdown()
     return leave(code)
+
+
+# After SIGINT (or any shutdown of the context) the process ends within this long,
+# even if a thread the executor waits for never returns.
+EXIT_GRACE_S = 10.0
+
+
+def _exit_if_stuck() -> None:
+    def watchdog() -> None:
+        time.sleep(EXIT_GRACE_S)
+        print(f'[WARN] shutdown did not finish within {EXIT_GRACE_S:g} s; exiting',
+              flush=True)
+        os._exit(0)
+    threading.Thread(target=watchdog, name='exit-watchdog', daemon=True).start()
 
 
 def leave(code: int) -> int:
