@@ -38,6 +38,27 @@ def installed_or_skip(executable: str) -> tuple[Path, Path]:
     return executables, params
 
 
+class RosDomain:
+    """A ROS domain of the test's own: reserved, with ``env`` for the graph's processes,
+    and this process's ROS_DOMAIN_ID and discovery range set to it until ``release()``."""
+
+    def __init__(self):
+        import pytest
+
+        from cecm_ros.domain_ids import reserve_domain_id
+
+        self.reservation = reserve_domain_id()
+        self.domain_id = self.reservation.domain_id
+        self.env = graph_environment(self.domain_id)
+        self._patch = pytest.MonkeyPatch()
+        for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
+            self._patch.setenv(key, self.env[key])
+
+    def release(self) -> None:
+        self._patch.undo()
+        self.reservation.release()
+
+
 def graph_environment(domain_id: int) -> dict[str, str]:
     """The environment of a test's node processes: DDS on this machine in the given
     domain, and a home of their own, so that the installed parameters' partner store and

@@ -32,7 +32,7 @@ from graph_fixtures import (  # noqa: E402
     NODES,
     NodeProcesses,
     RosClient,
-    graph_environment,
+    RosDomain,
     installed_or_skip,
 )
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -50,7 +50,6 @@ from cecm_ros.core.domain import TidyUpModel  # noqa: E402
 from cecm_ros.core.estimator import CapabilityBelief  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
 from cecm_ros.core.tasks import TaskGenerator  # noqa: E402
-from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief as CapabilityBeliefMsg,
 )
@@ -283,11 +282,8 @@ class Graph:
 def graph(tmp_path_factory):
     """The six nodes and the lifecycle manager, all active and idle."""
     executables, params = installed_or_skip(MANAGER)
-    reservation = reserve_domain_id()
-    env = graph_environment(reservation.domain_id)
-    monkeypatch = pytest.MonkeyPatch()
-    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-        monkeypatch.setenv(key, env[key])
+    ros_domain = RosDomain()
+    env = ros_domain.env
     work = tmp_path_factory.mktemp('bad_input')
     g = Graph(work, executables, params, env)
     overrides = {
@@ -311,8 +307,7 @@ def graph(tmp_path_factory):
     finally:
         g.processes.close()
         g.client.close()
-        monkeypatch.undo()
-        reservation.release()
+        ros_domain.release()
 
 
 def _task_msg(model, task_id='bad-input-task', initial=None, goal=None) -> TaskRequest:

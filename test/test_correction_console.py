@@ -15,9 +15,8 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
-from graph_fixtures import RosClient, graph_environment, installed_or_skip  # noqa: E402
+from graph_fixtures import RosClient, RosDomain, installed_or_skip  # noqa: E402
 
-from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     Correction,
     JointPlan,
@@ -33,12 +32,8 @@ TASK = 'console-task'
 @pytest.fixture(scope='module')
 def console(tmp_path_factory):
     executables, _ = installed_or_skip('correction_console')
-    reservation = reserve_domain_id()
-    domain = reservation.domain_id
-    env = graph_environment(domain)
-    monkeypatch = pytest.MonkeyPatch()
-    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-        monkeypatch.setenv(key, env[key])
+    ros_domain = RosDomain()
+    env = ros_domain.env
     log_path = tmp_path_factory.mktemp('console') / 'console.log'
     log = open(log_path, 'w')
     command = [str(executables / 'correction_console'), '--ros-args', '-p', 'sender:=keyboard']
@@ -63,8 +58,7 @@ def console(tmp_path_factory):
             process.wait()
         log.close()
         client.close()
-        monkeypatch.undo()
-        reservation.release()
+        ros_domain.release()
 
 
 def _publishers(client, subscription) -> int:

@@ -30,7 +30,7 @@ from graph_fixtures import (  # noqa: E402
     NODES,
     NodeProcesses,
     RosClient,
-    graph_environment,
+    RosDomain,
     installed_or_skip,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -40,7 +40,6 @@ from cecm_ros.core.estimator import EstimatorSettings  # noqa: E402
 from cecm_ros.core.experiment import ExperimentSettings, run_once  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
 from cecm_ros.core.planner import JointPlanner  # noqa: E402
-from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import GraphStatus, StepResult  # noqa: E402
 
 PARTNER = 'low_capability'
@@ -68,12 +67,9 @@ class FaultySession:
 
     def __init__(self, work: Path):
         executables, params = installed_or_skip(MANAGER)
-        self.reservation = reserve_domain_id()
+        self.ros_domain = RosDomain()
         self.work = work
-        self.env = graph_environment(self.reservation.domain_id)
-        self.monkeypatch = pytest.MonkeyPatch()
-        for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-            self.monkeypatch.setenv(key, self.env[key])
+        self.env = self.ros_domain.env
         self.client = RosClient('cecm_fault_test')
         self.steps: list[StepResult] = []
         self.status: list[GraphStatus] = []
@@ -135,8 +131,7 @@ class FaultySession:
     def close(self) -> None:
         self.processes.close()
         self.client.close()
-        self.monkeypatch.undo()
-        self.reservation.release()
+        self.ros_domain.release()
 
     # ------------------------------------------------------------- results
     def result(self):

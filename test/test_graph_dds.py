@@ -26,7 +26,7 @@ from graph_fixtures import (  # noqa: E402
     NODES,
     NodeProcesses,
     RosClient,
-    graph_environment,
+    RosDomain,
     installed_or_skip,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -34,7 +34,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from cecm_ros.action import EstimateCapabilities, ExecuteSkill  # noqa: E402
 from cecm_ros.core import metrics  # noqa: E402
 from cecm_ros.core.domain import TidyUpModel  # noqa: E402
-from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,
@@ -64,13 +63,10 @@ EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 def session(tmp_path_factory):
     """Start the graph, run the session, keep the nodes running for the tests."""
     executables, params = installed_or_skip(MANAGER)
-    reservation = reserve_domain_id()
-    domain = reservation.domain_id
+    ros_domain = RosDomain()
+    env = ros_domain.env
+    domain = ros_domain.domain_id
     work = tmp_path_factory.mktemp('graph')
-    env = graph_environment(domain)
-    monkeypatch = pytest.MonkeyPatch()
-    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-        monkeypatch.setenv(key, env[key])
     client = RosClient('cecm_graph_test')
     processes = NodeProcesses(executables, params, env, work)
     state = {'beliefs': [], 'steps': [], 'sent_wrong_steps': [], 'work': work,
@@ -122,8 +118,7 @@ def session(tmp_path_factory):
     finally:
         processes.close()
         client.close()
-        monkeypatch.undo()
-        reservation.release()
+        ros_domain.release()
 
 
 def _refusals(processes) -> str:

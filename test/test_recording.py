@@ -376,20 +376,16 @@ def recorded(tmp_path_factory):
         NODES,
         NodeProcesses,
         RosClient,
-        graph_environment,
+        RosDomain,
         installed_or_skip,
     )
 
-    from cecm_ros.domain_ids import reserve_domain_id
     from cecm_ros.srv import PartnerCommand
 
     executables, params = installed_or_skip('session_recorder')
     work = tmp_path_factory.mktemp('recorded')
-    reservation = reserve_domain_id()
-    env = graph_environment(reservation.domain_id)
-    monkeypatch = pytest.MonkeyPatch()
-    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-        monkeypatch.setenv(key, env[key])
+    ros_domain = RosDomain()
+    env = ros_domain.env
     client = RosClient('cecm_recording_test')
     processes = NodeProcesses(executables, params, env, work)
     state = {'work': work, 'processes': processes, 'store': work / 'partners.sqlite',
@@ -435,8 +431,7 @@ def recorded(tmp_path_factory):
     finally:
         processes.close()
         client.close()
-        monkeypatch.undo()
-        reservation.release()
+        ros_domain.release()
 
 
 def _live(state):

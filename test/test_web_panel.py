@@ -51,14 +51,13 @@ from graph_fixtures import (  # noqa: E402
     NODES,
     NodeProcesses,
     RosClient,
-    graph_environment,
+    RosDomain,
     installed_or_skip,
 )
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
 
 from cecm_ros.core.domain import NOOP, ROBOT, TidyUpModel  # noqa: E402
-from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,
@@ -385,11 +384,8 @@ def answered_by_panel(intent: RobotIntent) -> bool:
 def graph(tmp_path_factory):
     """The graph with the panel, the test's partner, and what it hears."""
     executables, params = installed_or_skip(PANEL)
-    reservation = reserve_domain_id()
-    env = graph_environment(reservation.domain_id)
-    monkeypatch = pytest.MonkeyPatch()
-    for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
-        monkeypatch.setenv(key, env[key])
+    ros_domain = RosDomain()
+    env = ros_domain.env
     work = tmp_path_factory.mktemp('web')
     client = RosClient('web_panel_test')
     processes = NodeProcesses(executables, params, env, work)
@@ -431,8 +427,7 @@ def graph(tmp_path_factory):
         partner.stop()
         processes.close()
         client.close()
-        monkeypatch.undo()
-        reservation.release()
+        ros_domain.release()
 
 
 def _logs(graph) -> str:
