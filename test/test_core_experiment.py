@@ -58,8 +58,9 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
         first = model.catalog.names[0]
         assert row['theta'][first]['mean'] == pytest.approx(
             sum(t[0] for t in thetas) / len(thetas), abs=1e-3)
-    # What the evidence decided is what the robot plans with; undecided ones are planned
-    # as absent (the default rule), untouched ones keep the prior of 0.8 (present).
+    # What the evidence decided is what the robot plans with; the default rule (cautious)
+    # plans an undecided one present only where its probability says so and nothing is
+    # confounded with it; untouched ones keep the prior of 0.8 (present).
     for r in rows:
         assert len(r['status']) == 20 and int(r['decided']) == sum(
             letter in 'PA' for letter in r['status'])
@@ -70,7 +71,8 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
             if expected:
                 assert (value, bit) == expected
             else:
-                assert letter == 'U' and bit == '0' and 0.0 < float(value) < 1.0
+                assert letter == 'U' and 0.0 < float(value) < 1.0
+                assert bit == '0' or float(value) > 0.5
         assert 0.0 <= float(r['heldout_agreement']) <= 1.0
     assert written['identifiable_capabilities']['pick_living_room=0,pick_bedroom=0,'
                                                 'pick_study=0,place_living_room=0,'

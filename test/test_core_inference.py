@@ -126,6 +126,10 @@ def test_report_statuses_and_confounding(model, planner, evaluator):
             assert 0.0 < theta[index] < 1.0
             for other in entry.confounded_with:
                 assert statuses[other].status != INERT
+                # A relation: each undecided confounder lists this one back.
+                back = statuses[other]
+                if back.status == UNDECIDED and len(back.confounded_with) < 4:
+                    assert model.catalog.names[index] in back.confounded_with
     lines = describe_report(model.catalog.names, [e.status for e in belief.report],
                             [e.confounded_with for e in belief.report])
     assert any(line.startswith('known present: ') for line in lines)
@@ -149,6 +153,62 @@ def test_the_estimate_plans_undecided_capabilities_by_the_chosen_rule(model, pla
                 assert belief.estimate(rule, 0.5)[i] == (entry.status == KNOWN_PRESENT)
     with pytest.raises(ConfigError, match='rule'):
         belief.estimate('coin', 0.5)
+    # 'cautious': missing where confounded with others, else by probability.
+    cautious, theta = belief.estimate('cautious', 0.5), belief.theta()
+    for i in undecided:
+        confounded = bool(belief.report[i].confounded_with)
+        assert cautious[i] == (not confounded and theta[i] > 0.5)
+    # 'mode': the undecided capabilities of the kept hypothesis with the most prior mass
+    # (every kept one explains every task, so that is the most probable one).
+    vectors, _ = belief.distinct()
+    mode = belief.estimate('mode', 0.5)
+    completed = np.where([e.status == UNDECIDED for e in belief.report], vectors, mode)
+    best = belief.prior.log_prob(completed).max()
+    assert belief.prior.log_prob(mode[None])[0] == pytest.approx(best)
+    assert any((row[undecided] == mode[undecided]).all() for row in vectors)
+
+
+class TwoExplanations:
+    """A fixture domain of six capabilities whose one task is explained by exactly two
+    vectors three changes apart; any other vector predicts a state that differs from the
+    observed one in as many propositions as it differs from the second explanation."""
+
+    observed = 1 << 10
+    first = np.array([0, 1, 1, 1, 1, 1], dtype=bool)
+    second = np.array([1, 0, 0, 1, 1, 1], dtype=bool)
+
+    def trajectory_sets(self, task, samples, progress=None):
+        sets = []
+        for vector in np.asarray(samples, dtype=bool):
+            if (vector == self.first).all() or (vector == self.second).all():
+                sets.append([(self.observed,)])
+            else:
+                differ = int(np.packbits(vector ^ self.second, bitorder='little')[0])
+                sets.append([(self.observed ^ differ,)])
+        return sets
+
+    def distances(self, task, samples, observed, progress=None):
+        return np.array([0.0 if trajectories[0] == tuple(observed) else 1.0
+                         for trajectories in self.trajectory_sets(task, samples)])
+
+    def predicted_trajectories(self, task, samples):
+        return [t[0] for t in self.trajectory_sets(task, samples)]
+
+
+def test_no_capability_is_called_known_while_a_hypothesis_with_the_other_value_explains_all():
+    """The particles all hold the first explanation, whose single changes explain
+    nothing: only a search finds the second, so capability 0 (absent in the first,
+    present in the second) and 1 and 2 must stay undecided; 3-5 agree in both."""
+    domain = TwoExplanations()
+    belief = ParticlePosterior(CapabilityPrior(6, 0.8), np.ones(6, dtype=bool), 0.24, 50,
+                               sweeps=0)
+    belief.start(np.random.default_rng(0))
+    belief.particles = np.repeat(domain.first[None], 50, axis=0)
+    belief.update('task', (domain.observed,), domain, np.random.default_rng(1))
+    assert (belief.particles == domain.first).all()
+    statuses = [entry.status for entry in belief.report]
+    assert statuses[:3] == [UNDECIDED] * 3
+    assert statuses[3:] == [KNOWN_PRESENT] * 3
 
 
 def test_a_contradicting_task_forgets_the_older_evidence(model, planner, evaluator):

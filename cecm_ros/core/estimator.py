@@ -58,7 +58,7 @@ class EstimatorSettings:
     prior: float = 0.8            # P(c_i = 1) of the Bernoulli prior (the paper's)
     epsilon: float = 0.24         # a trajectory explains an observation below this distance
     psi: float = 0.5              # estimate_i = theta_i > psi (where a rule needs it)
-    undecided: str = 'absent'     # posterior: estimate of capabilities the evidence leaves open
+    undecided: str = 'cautious'   # posterior: estimate of capabilities the evidence leaves open
     sweeps: int = 4               # posterior: Metropolis moves per particle after each task
     coupling: float = 0.0         # posterior: prior coupling of a room's capabilities
     window: int | None = None     # forget tasks older than this many

@@ -45,7 +45,7 @@ INERT = 'inert'
 STATUSES = (KNOWN_PRESENT, KNOWN_ABSENT, UNDECIDED, NEVER_EXERCISED, INERT)
 
 # How an undecided capability enters the point estimate the robot plans with.
-UNDECIDED_RULES = ('absent', 'present', 'marginal', 'mode')
+UNDECIDED_RULES = ('cautious', 'absent', 'present', 'marginal', 'mode')
 
 # Mix of Metropolis moves: flip one capability, flip two, or draw from the marginals.
 MOVE_SINGLE, MOVE_PAIR = 0.6, 0.25
@@ -54,9 +54,16 @@ PROPOSAL_FLOOR = 0.05
 # Undecided capabilities whose conditional marginals differ at least this much are
 # reported as confounded.
 CONFOUNDING_GAP = 0.3
+# At most this many confounders are listed per capability.
+CONFOUNDED_SHOWN = 4
 # A support of at most this many hypotheses is closed under single changes, and kept
 # exactly while the closure stays within SUPPORT_LIMIT (see ParticlePosterior).
 SUPPORT_START, SUPPORT_LIMIT = 64, 512
+# The search for a counterexample before a capability is called known: starting points
+# (besides "capable of everything" and "of nothing") and greedy steps.
+COUNTEREXAMPLE_STARTS, COUNTEREXAMPLE_STEPS = 4, 6
+# ... taken from the single changes of this many of the most probable hypotheses.
+COUNTEREXAMPLE_POOL = 16
 
 
 # ----------------------------------------------------------------------------- prior
@@ -243,24 +250,47 @@ class ParticlePosterior:
 
     def estimate(self, rule: str, psi: float) -> np.ndarray:
         """The vector the robot plans with: decided capabilities as decided, the
-        others by ``rule`` (never-exercised and inert ones by their prior)."""
+        others by ``rule`` (never-exercised and inert ones by their prior).
+
+        ``cautious`` plans an undecided capability as missing when it is confounded with
+        others (the evidence needs some of them missing, and which is open: planning
+        them all missing keeps the robot from handing over work the partner may not
+        manage), and by its probability (theta > psi) when the evidence merely leaves
+        it open. ``absent``/``present`` plan every undecided one so, ``marginal`` by
+        theta > psi, ``mode`` as the most probable hypothesis kept has it.
+        """
         if rule not in UNDECIDED_RULES:
             raise ConfigError(f'unknown rule {rule!r} for undecided capabilities; rules: '
                               f'{", ".join(UNDECIDED_RULES)}')
         theta = self.theta()
         estimate = theta > psi
-        mode = None
-        if rule == 'mode' and self.particles is not None:
-            vectors, mass = self.distinct()
-            mode = vectors[int(np.argmax(mass))]
+        undecided = np.array([entry.status == UNDECIDED for entry in self.report], dtype=bool)
         for i, entry in enumerate(self.report):
             if entry.status == KNOWN_PRESENT:
                 estimate[i] = True
             elif entry.status == KNOWN_ABSENT:
                 estimate[i] = False
-            elif entry.status == UNDECIDED and rule != 'marginal':
-                estimate[i] = bool(mode[i]) if mode is not None else rule == 'present'
+            elif entry.status == UNDECIDED and rule in ('absent', 'present'):
+                estimate[i] = rule == 'present'
+            elif entry.status == UNDECIDED and rule == 'cautious' and entry.confounded_with:
+                estimate[i] = False
+        if rule == 'mode' and undecided.any() and self.particles is not None:
+            estimate[undecided] = self._most_probable(estimate, undecided)
         return estimate
+
+    def _most_probable(self, estimate: np.ndarray, undecided: np.ndarray) -> np.ndarray:
+        """The undecided capabilities of the most probable hypothesis kept.
+
+        Every hypothesis kept explains every task, so its posterior mass is its prior
+        mass: the most probable one is found exactly among the distinct hypotheses (the
+        particles' frequencies would only add noise), with the other capabilities held
+        at ``estimate`` so that they do not sway the choice. Ties go to the more frequent.
+        """
+        vectors, mass = self.distinct()
+        completed = np.where(undecided, vectors, estimate)
+        score = self.prior.log_prob(completed)
+        best = np.lexsort((-mass, -score))[0]
+        return completed[best, undecided]
 
     # ------------------------------------------------------------------ updates
     def update(self, task, observed: Sequence, evaluator, rng: np.random.Generator,
@@ -301,7 +331,11 @@ class ParticlePosterior:
         self.support = self._closed_support(evaluator)
         if self.support is not None:
             self.particles = self._resample(rng, *self.support)
-        self.report = self._evidence_report(evaluator)
+        # Evidence only added: what was known stays known (fewer hypotheses explain
+        # more tasks), so those claims need no new search for a counterexample.
+        settled = [] if update.forgotten else [
+            entry.status if entry.decided else None for entry in self.report]
+        self.report = self._evidence_report(evaluator, settled=settled)
         advance()
         update.distinct = len(np.unique(self.particles, axis=0))
         update.message = self._describe(item, update)
@@ -334,7 +368,8 @@ class ParticlePosterior:
         self.particles = self._resample(rng, alone, np.ones(len(alone)))
 
     def _search(self, evaluator, evidence: Sequence[Evidence], starts: int = 4,
-                steps: int = 2 * 16) -> np.ndarray:
+                steps: int = 2 * 16, clamp: tuple[int, bool] | None = None,
+                begin: np.ndarray | None = None) -> np.ndarray:
         """Hypotheses that explain every task of ``evidence``, found by greedy descent.
 
         Where a task is not explained its Jaccard distance is nearly always close to 1,
@@ -345,6 +380,10 @@ class ParticlePosterior:
         from "capable of everything" and from "capable of nothing", and at every step
         takes the single change that lowers the sum most. Returns what it reached that
         explains every task (possibly nothing).
+
+        ``clamp`` = (i, value) holds capability i at ``value`` throughout (the search for a
+        counterexample to a "known" claim); ``begin`` replaces the particles as the pool
+        the starting points are taken from.
         """
         def cost(vectors: np.ndarray) -> np.ndarray:
             total = np.zeros(len(vectors))
@@ -355,20 +394,27 @@ class ParticlePosterior:
                                                              vectors[unexplained])
             return total
 
-        particles = np.unique(self.particles, axis=0)
-        scores = cost(particles)
+        particles = np.unique(self.particles if begin is None else begin, axis=0)
         extremes = self._canonical(np.array([np.ones(self.prior.size, dtype=bool),
                                              np.zeros(self.prior.size, dtype=bool)]))
+        live = np.flatnonzero(self.live)
+        if clamp is not None:
+            # Near the particles, not at the extremes: a counterexample to a claim the
+            # particles support differs from them in few capabilities if it exists.
+            particles[:, clamp[0]] = clamp[1]
+            particles = np.unique(particles, axis=0)
+            extremes = extremes[:0]
+            live = live[live != clamp[0]]
+        scores = cost(particles)
         frontier = np.unique(np.vstack([particles[np.argsort(scores, kind='stable')[:starts]],
                                         extremes]), axis=0)
-        live = np.flatnonzero(self.live)
         found = []
         current = cost(frontier)
         for _ in range(steps):
             done = current == 0
             found.extend(frontier[done])
             frontier, current = frontier[~done], current[~done]
-            if found or not len(frontier):
+            if found or not len(frontier) or not len(live):
                 break
             neighbours = np.repeat(frontier, len(live), axis=0)
             neighbours[np.arange(len(neighbours)), np.tile(live, len(frontier))] ^= True
@@ -525,28 +571,31 @@ class ParticlePosterior:
         return [CapabilityReport(NEVER_EXERCISED if self.live[i] else INERT, float(mean[i]))
                 for i in range(self.prior.size)]
 
-    def _evidence_report(self, evaluator, most: int = SUPPORT_START) -> list[CapabilityReport]:
+    def _evidence_report(self, evaluator, most: int = SUPPORT_START,
+                         settled: Sequence[str | None] = ()) -> list[CapabilityReport]:
         """Per capability: known (every hypothesis kept agrees, and changing it alone in
         any of them contradicts a task), never exercised (changing it alone changes no
         prediction of any task seen), undecided otherwise, with what it is confounded
         with (capabilities whose values the undecided one constrains).
 
         Where the hypotheses disagree on a capability the most probable 32 of them
-        suffice to tell "undecided" from "never exercised"; where they agree, a "known"
-        claim rests on the ``most`` most probable ones (all of them once the support is
-        small: then it is also closed under single changes, see _closed_support). All
-        the changed hypotheses of all capabilities are checked in one batch (the planner
-        runs them in parallel).
+        suffice to tell "undecided" from "never exercised". Where all of them agree, a
+        "known" claim also needs every single change of the ``most`` most probable ones
+        to contradict a task, and a search held at the other value to find nothing (see
+        _counterexample; ``settled`` lists the claims already searched with less evidence,
+        which need no new search). The single changes of all capabilities are checked in
+        one batch (the planner runs them in parallel).
         """
         if not self.active:
             return self._prior_report()
         vectors, mass = self.distinct()
         theta = np.clip(mass @ vectors, 0.0, 1.0)
         mean = self.prior.mean()
+        disagree = vectors.min(axis=0) != vectors.max(axis=0)
         vectors = vectors[np.argsort(-mass, kind='stable')[:most]]
         subsets: dict[int, tuple[np.ndarray, np.ndarray, bool]] = {}
         for i in np.flatnonzero(self.live):
-            both = vectors[:, i].min() != vectors[:, i].max()
+            both = bool(disagree[i])
             subset = vectors[:32] if both else vectors
             flipped = subset.copy()
             flipped[:, i] ^= True
@@ -562,8 +611,11 @@ class ParticlePosterior:
                 continue
             subset, flipped, both = subsets[i]
             consistent = np.array([ok[_key(v)] for v in flipped], dtype=bool)
-            if not both and not consistent.any():
-                status = KNOWN_PRESENT if subset[0, i] else KNOWN_ABSENT
+            claim = KNOWN_PRESENT if subset[0, i] else KNOWN_ABSENT
+            if not both and not consistent.any() and (
+                    i < len(settled) and settled[i] == claim
+                    or not self._counterexample(evaluator, i, not subset[0, i], flipped)):
+                status = claim
             elif consistent.all() and self._same_predictions(evaluator, subset, flipped).all():
                 status = NEVER_EXERCISED
             else:
@@ -572,7 +624,32 @@ class ParticlePosterior:
                 else theta[i]
             report.append(CapabilityReport(status, float(probability),
                                            self._confounded(i) if status == UNDECIDED else ()))
-        return report
+        return self._symmetric(report)
+
+    def _symmetric(self, report: list[CapabilityReport]) -> list[CapabilityReport]:
+        """Confounding as a relation: when the hypotheses that have ``move_kitchen`` all
+        lack ``pick_kitchen``, the gap is large seen from ``move_kitchen`` but can be
+        small seen from ``pick_kitchen`` (most hypotheses lack the move either way); each
+        undecided capability lists the undecided ones that list it too."""
+        index = {name: i for i, name in enumerate(self.names)}
+        others = [list(entry.confounded_with) for entry in report]
+        for i, entry in enumerate(report):
+            for name in entry.confounded_with:
+                j = index[name]
+                if report[j].status == UNDECIDED and self.names[i] not in others[j]:
+                    others[j].append(self.names[i])
+        return [replace(entry, confounded_with=tuple(names[:CONFOUNDED_SHOWN]))
+                for entry, names in zip(report, others)]
+
+    def _counterexample(self, evaluator, index: int, value: bool, flipped: np.ndarray) -> bool:
+        """Whether a hypothesis with capability ``index`` at ``value`` explains every task
+        although no particle and no single change of one does. Without an exact support
+        the particles, and a support closed only under single changes, can miss such a
+        hypothesis when it differs from them in several capabilities at once; a short
+        search held at that value looks for it before the capability is called known."""
+        return bool(len(self._search(evaluator, self.active, starts=COUNTEREXAMPLE_STARTS,
+                                     steps=COUNTEREXAMPLE_STEPS, clamp=(index, value),
+                                     begin=flipped[:COUNTEREXAMPLE_POOL])))
 
     def _confounded(self, index: int) -> tuple[str, ...]:
         vectors, mass = self.distinct()
@@ -584,7 +661,7 @@ class ParticlePosterior:
         gap[index] = 0.0
         gap[~self.live] = 0.0
         order = [j for j in np.argsort(-gap, kind='stable') if gap[j] >= CONFOUNDING_GAP]
-        return tuple(self.names[j] for j in order[:4])
+        return tuple(self.names[j] for j in order[:CONFOUNDED_SHOWN])
 
     def _describe(self, item: Evidence, update: PosteriorUpdate) -> str:
         name = _task_name(item.task)
