@@ -327,12 +327,14 @@ def _report(summary_path: Path) -> None:
 def _estimator_variant(args) -> str:
     """Which CE-CM reading the session runs, in words."""
     from cecm_ros.cli import _estimator_settings
+    from cecm_ros.core.inference import UNDECIDED_RULE_WORDS
 
     settings = _estimator_settings(args)
     if settings.inference == 'posterior':
         return (f'the posterior over every task ({settings.samples} particles, prior '
-                f'{settings.prior:g}, undecided capabilities planned as '
-                f'{settings.undecided}); `--inference paper` runs the paper\'s Algorithm 1')
+                f'{settings.prior:g}, undecided capabilities planned '
+                f'{UNDECIDED_RULE_WORDS[settings.undecided]}); `--inference paper` runs the '
+                'paper\'s Algorithm 1')
     return f'{settings.variant} (abc: samples from the {settings.proposal}, window ' \
            f'{settings.window or "off"})'
 

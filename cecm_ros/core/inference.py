@@ -46,6 +46,11 @@ STATUSES = (KNOWN_PRESENT, KNOWN_ABSENT, UNDECIDED, NEVER_EXERCISED, INERT)
 
 # How an undecided capability enters the point estimate the robot plans with.
 UNDECIDED_RULES = ('cautious', 'absent', 'present', 'marginal', 'mode')
+# ... in words, for logs ("undecided capabilities planned ...").
+UNDECIDED_RULE_WORDS = {'cautious': 'absent where confounded, else by their probability',
+                        'absent': 'absent', 'present': 'present',
+                        'marginal': 'by their probability',
+                        'mode': 'as the most probable hypothesis has them'}
 
 # Mix of Metropolis moves: flip one capability, flip two, or draw from the marginals.
 MOVE_SINGLE, MOVE_PAIR = 0.6, 0.25
