@@ -162,6 +162,10 @@ class SessionJournal:
         done = self._last('done', index)
         return TaskResult(**done['result']) if done else None
 
+    def failure(self, index: int) -> dict | None:
+        """The 'failed' record of position ``index`` (it ran and failed), or None."""
+        return self._last('failed', index)
+
     def started_unfinished(self, index: int) -> bool:
         return self.chosen(index) is not None and self.result(index) is None \
             and self._last('failed', index) is None

@@ -475,14 +475,16 @@ class CapabilityEstimator(CecmNode):
         if not request.session_id:
             response.success, response.message = False, 'session_progress needs a session_id'
             return response
-        entries = self.store.log(self.partner_id, request.session_id)
-        response.task_ids = [e.task.task_id for e in sorted(entries, key=lambda e: e.task_index)]
-        if [e.task_index for e in sorted(entries, key=lambda e: e.task_index)] != \
-                list(range(len(entries))):
+        entries = sorted(self.store.log(self.partner_id, request.session_id),
+                         key=lambda e: e.task_index)
+        indices = [e.task_index for e in entries]
+        if len(set(indices)) != len(indices):
             response.success = False
-            response.message = (f'session {request.session_id!r} has gaps in its task log '
-                                f'(indices {[e.task_index for e in entries]})')
+            response.message = (f'session {request.session_id!r} has a position twice in its '
+                                f'task log (indices {indices})')
             return response
+        response.task_ids = [e.task.task_id for e in entries]
+        response.task_indices = indices
         response.tasks_seen = self.estimator.belief.tasks_seen
         response.success = True
         response.message = (f'{len(entries)} tasks of session {request.session_id!r} applied '

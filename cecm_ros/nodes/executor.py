@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -66,6 +67,10 @@ class Executor(CecmNode):
                      "Before a task's first intent, wait (up to correction_window_s) until "
                      'this many subscribers listen on robot/intent: 2 with a web_panel beside '
                      'the partner, which must not miss the intent', low=1, high=100)
+        self.declare('intent_repeat_s', 5.0,
+                     'While the world still waits for the partner at a step this long after '
+                     'the intent, announce it again (a partner restarted in between missed '
+                     'it); 0 = never', low=0.0, high=3600.0)
         self.declare('max_steps', 100, 'Joint steps after which a task is aborted',
                      low=1, high=conv.MAX_STEPS)
         for kind in DEFAULT_SKILLS:
@@ -310,7 +315,7 @@ class Executor(CecmNode):
                 self.get_logger().info(
                     f'step {step}: corrected by {correction.sender or "someone"}: '
                     f'{intended} -> {executed}')
-            skill = self._execute_skill(task.task_id, step, executed)
+            skill = self._execute_skill(task.task_id, step, executed, intended)
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
             state = conv.state_from_team_state(model, after)
@@ -371,8 +376,24 @@ class Executor(CecmNode):
         self._check_cancel()
         return correction
 
-    def _execute_skill(self, task_id: str, step: int, action: str):
+    def _execute_skill(self, task_id: str, step: int, action: str, intended: str):
+        """Run the robot's action; the world completes the step once the partner acts too.
+        An intent is published once (volatile for the partner), so one that a partner
+        restarted at that moment never heard is announced again while the step waits."""
         kind = conv.skill_kind(self.model, action)
+        every = self.param('intent_repeat_s')
+        last = [time.monotonic()]
+
+        def interrupt() -> bool:
+            if every > 0 and time.monotonic() - last[0] >= every:
+                last[0] = time.monotonic()
+                self.get_logger().info(f'step {step}: the world still waits for the partner; '
+                                       'announcing the intent again')
+                self.intent_pub.publish(RobotIntent(header=_header(self.stamp()),
+                                                    task_id=task_id, step=step,
+                                                    action=intended))
+            return self._cancel_requested()
+
         name = self.skill_names.get(kind)
         if name is None:
             raise TaskAbortedError(f'step {step}: no robot skill server for {kind!r} ({action})')
@@ -380,8 +401,7 @@ class Executor(CecmNode):
         try:
             status, result = self.send_action_goal(
                 self.skill_clients[kind], name, goal, f'step {step}: {action}',
-                self.server_wait, self.param('skill_timeout_s'),
-                interrupt=self._cancel_requested)
+                self.server_wait, self.param('skill_timeout_s'), interrupt=interrupt)
         except WaitInterruptedError:
             raise _CanceledError() from None
         except RuntimeError as error:

@@ -385,9 +385,10 @@ class TaskManager(CecmNode):
             self.destroy_timer(self.start_timer)
             self.start_timer = None
 
-    def _open_session(self, num_tasks: int) -> tuple[str, int, SessionJournal, list[str]]:
+    def _open_session(self, num_tasks: int) -> tuple[str, int, SessionJournal,
+                                                     dict[int, str]]:
         """The session to run: the first of <id>, <id>-2, ... that has not finished,
-        its journal and the task ids the estimator has applied of it."""
+        its journal and the task ids the estimator has applied of it, by position."""
         tasks_file = self.param('tasks_file')
         base = self.param('session_id') or (
             f'{self.partner_id}-seed{self.param("seed")}'
@@ -412,14 +413,14 @@ class TaskManager(CecmNode):
         directory = self.param('journal_dir').strip()
         return '' if directory in ('', 'none') else directory
 
-    def _applied(self, session_id: str) -> list[str]:
+    def _applied(self, session_id: str) -> dict[int, str]:
         response = self.call_service(self.progress_client,
                                      SessionProgress.Request(session_id=session_id),
                                      f'session {session_id}: progress',
                                      self.param('server_wait_s'), 30.0, resend_s=5.0)
         if not response.success:
             raise SessionError(f'session {session_id}: {response.message}')
-        return list(response.task_ids)
+        return dict(zip((int(i) for i in response.task_indices), response.task_ids))
 
     def _session_tasks(self, num_tasks: int, ordinal: int) -> TaskSequence:
         candidates = self.candidates if self.task_choice == 'informative' else 1
@@ -498,17 +499,23 @@ class TaskManager(CecmNode):
             for index in range(len(tasks)):
                 label = f'[task {index + 1}/{len(tasks)}]'
                 done = journal.result(index)
-                if done is not None and index >= len(applied):
+                if done is not None and index not in applied:
                     # The journal has it, the belief does not (an estimator that kept its
                     # store in memory was restarted): run it again for the belief.
                     self.get_logger().warning(f'{label} {done.task_id}: done before, but the '
                                               'belief does not hold it; it runs again')
                     done = None
-                known = journal.chosen(index) or (applied[index] if index < len(applied)
-                                                  else None)
+                known = journal.chosen(index) or applied.get(index)
                 task, offered, information = self._next_task(tasks, label, known)
                 if done is not None:
                     results.append(done)
+                    continue
+                failure = journal.failure(index)
+                if failure is not None and index not in applied:
+                    # It failed before the restart: it stays failed, and is not run twice.
+                    self.failed.append({'task_index': index, 'task_id': task.task_id,
+                                        'interruptions': failure.get('interruptions', 0),
+                                        'reason': failure.get('reason', '')})
                     continue
                 if journal.started_unfinished(index):
                     self._interrupted(journal, index, task, 1,
@@ -643,7 +650,8 @@ class TaskManager(CecmNode):
             self.get_logger().error(f'{label} failed: {failure}')
             self.failed.append({'task_index': index, 'task_id': task.task_id,
                                 'interruptions': interruptions, 'reason': str(failure)})
-            journal.append('failed', index=index, task_id=task.task_id, reason=str(failure))
+            journal.append('failed', index=index, task_id=task.task_id,
+                           interruptions=interruptions, reason=str(failure))
             return None
 
     def _estimator_settings(self) -> dict:
