@@ -627,7 +627,7 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
     except Exception as error:  # noqa: BLE001
         print(f'cannot initialise ROS: {error}')
         return 1
-    rclpy.utilities.get_default_context().on_shutdown(_exit_if_stuck)
+    _watch_shutdown(rclpy.utilities.get_default_context())
     node = None
     executor = None
     code = 0
@@ -646,6 +646,9 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
             print(f'cannot start node: {error}')
         code = 1
     finally:
+        # Whatever ended the spin, the process ends within EXIT_GRACE_S: a clean-up step
+        # that blocks (seen in CI once per few hundred process exits) must not keep it.
+        _exit_if_stuck(code)
         if node is not None:
             node.request_stop()
         if executor is not None:
@@ -667,12 +670,31 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
 EXIT_GRACE_S = 10.0
 
 
-def _exit_if_stuck() -> None:
+_watchdog_started = threading.Event()
+
+
+def _watch_shutdown(context) -> None:
+    """Start the exit watchdog once the context is shut down (SIGINT shuts it down from
+    rclpy's signal handler), from a thread of its own: whatever the main thread is
+    blocked on, the process still ends."""
+    def watch() -> None:
+        while context.ok():
+            time.sleep(0.2)
+        _exit_if_stuck()
+    threading.Thread(target=watch, name='shutdown-watch', daemon=True).start()
+
+
+def _exit_if_stuck(code: int = 0) -> None:
+    """Start (once) a thread that ends the process with ``code`` after EXIT_GRACE_S."""
+    if _watchdog_started.is_set():
+        return
+    _watchdog_started.set()
+
     def watchdog() -> None:
         time.sleep(EXIT_GRACE_S)
         print(f'[WARN] shutdown did not finish within {EXIT_GRACE_S:g} s; exiting',
               flush=True)
-        os._exit(0)
+        os._exit(code)
     threading.Thread(target=watchdog, name='exit-watchdog', daemon=True).start()
 
 
