@@ -33,7 +33,7 @@ TASKS ?= $(if $(WEB_ON),3,5)
 # the figures of seeds 0-4.
 SEED ?= 0
 # CE-CM samples per task in the demo (the paper's N). A 5-task session takes about
-# 20-40 s on 2 idle cores at 500; fewer are allowed (the demo says so).
+# 1-2 min on 2 idle cores at 500; fewer are allowed (the demo says so).
 DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
