@@ -151,6 +151,19 @@ def test_a_repeated_intent_is_shown_once_and_another_steps_result_leaves_it_open
     assert 'step 4 went unanswered' not in _output(console)
 
 
+def test_an_intent_announced_again_after_its_answer_is_not_asked_again(console):
+    _announce(console, 5, '(move robot kitchen study)')
+    _type(console, '')
+    _answer_for(console, 5)
+    assert _wait_output(console, 'step 5: agreed'), _output(console)
+    console['intents'].publish(RobotIntent(task_id=TASK, step=5,
+                                           action='(move robot kitchen study)'))
+    _announce(console, 6, 'noop')   # after the repeat on the same topic: it was handled
+    assert _output(console).count(f'[{TASK} step 5] the robot intends') == 1
+    assert 'step 5 went unanswered' not in _output(console)
+    assert len([c for c in console['corrections'] if c.step == 5]) == 1
+
+
 def test_a_partner_plan_with_an_unknown_action_is_ignored(console):
     plans = console['client'].node.create_publisher(JointPlan, 'human/joint_plan',
                                                     QOS_LATCHED)

@@ -192,6 +192,25 @@ def test_the_session_offers_noop_and_the_robots_applicable_actions():
     assert session.to_json()['open'] is None
 
 
+def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_stays_over():
+    model = TidyUpModel()
+    session = wp.SessionState(model=model, sender=SENDER, window_s=10.0)
+    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    intent = RobotIntent(task_id='t', step=0, action='(pick robot plate kitchen)')
+    session.observe('intent', intent)
+    first = session.open
+    session.observe('correction_status', CorrectionStatus(
+        task_id='t', step=0, sender='someone', intended_action=intent.action,
+        corrected_action=intent.action, accepted=True))
+    assert session.observe('intent', intent) is False      # the executor's repeat
+    assert session.open is first and first.answer is not None
+    session.observe('step_result', StepResult(task_id='t', step=0, action=intent.action))
+    assert session.observe('intent', intent) is False      # a repeat late on the wire
+    assert session.to_json()['open'] is None
+    session.observe('intent', RobotIntent(task_id='t', step=1, action='noop'))
+    assert session.to_json()['open']['step'] == 1
+
+
 @functools.cache
 def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     """(step, executed robot action, corrected, kind of the partner's answer) of every

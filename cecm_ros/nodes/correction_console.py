@@ -46,6 +46,9 @@ class CorrectionConsole(Node):
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None
+        # The intent last answered: the executor announces an intent again while the
+        # world waits for the partner, and that repeat must not ask the person twice.
+        self.answered: tuple | None = None
         self.partner_plan: tuple[str, CorePlan] | None = None
         self.finished = Future()   # run_node spins until it is done
         self.exit_code = 0
@@ -83,6 +86,8 @@ class CorrectionConsole(Node):
             unanswered = self.open_intent
             if unanswered is not None and _key(unanswered) == _key(msg):
                 return   # the open intent again (a duplicate): it is shown already
+            if self.answered == _key(msg):
+                return   # announced again after it was answered: nothing more to ask
             self.open_intent = msg
             hint = self._expected(msg)
         if unanswered is not None:
@@ -134,6 +139,7 @@ class CorrectionConsole(Node):
                 self.say(f'  not sent: step {intent.step} is over already')
                 return
             self.open_intent = None
+            self.answered = _key(intent)
         self.correction_pub.publish(Correction(
             header=intent.header, task_id=intent.task_id, step=intent.step,
             intended_action=intent.action, corrected_action=corrected, sender=self.sender))

@@ -349,6 +349,14 @@ class SessionState:
                 self.states.pop(next(iter(self.states)))
             return True
         if key == 'intent':
+            # The executor announces an intent again while the world waits for the
+            # partner: the window (and any answer) of the first announcement stands,
+            # and a step that is over stays over.
+            current = self.open
+            if (msg.task_id, msg.step) in self.closed or current is not None and \
+                    (current.task_id, current.step, current.intended) == \
+                    (msg.task_id, msg.step, msg.action):
+                return False
             self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic())
             return True
         if key == 'step_result':
