@@ -13,6 +13,7 @@ wait); with ``answer_intents: false`` it stays silent and a person answers inste
 from __future__ import annotations
 
 import sys
+import time
 from collections import OrderedDict
 
 from rcl_interfaces.msg import ParameterType
@@ -38,6 +39,8 @@ from cecm_ros.nodes.common import (
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
 
 EARLY_INTENTS_KEPT = 20
+# A goal the world has not answered this long after it was sent counts as lost.
+GOAL_LOST_AFTER_S = 2.0
 
 
 class SimulatedHumanNode(CecmNode):
@@ -70,6 +73,10 @@ class SimulatedHumanNode(CecmNode):
         self.task = None
         self.attempt = 0
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
+        # The partner's own action at each step of the current run of the task, and
+        # whether the world has taken it: [action, 'sent' | 'taken' (accepted) | 'done' |
+        # 'failed', time.monotonic() when sent].
+        self.acted: dict[int, list] = {}
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -127,6 +134,8 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring task request: {error}')
             return
         self.task, self.attempt = task, msg.attempt
+        with self.locked():
+            self.acted = {}
         # As in `cecm experiment`: one partner per task, seeded by seed and task id.
         self.human = CoreHuman(self.planner, self.truth, self.forgo,
                                seed=partner_seed(self.param('seed'), task.task_id))
@@ -160,6 +169,8 @@ class SimulatedHumanNode(CecmNode):
                 f'task (current: {self.task.task_id if self.task else "none"}); held')
             return
         step = self.human.step_index
+        if msg.step == step - 1 and self._resend(msg.task_id, msg.step):
+            return
         if msg.step != step:
             self.get_logger().warning(
                 f'ignoring intent for step {msg.step} of task {msg.task_id}: the partner '
@@ -190,7 +201,34 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().info(f'step {step}: corrected the robot: {intended} -> '
                                    f'{corrected}')
 
+    def _resend(self, task_id: str, step: int) -> bool:
+        """The intent of the step it already acted on, announced again: the world still
+        waits for the partner. When the world never took that action (the goal was lost
+        with a restarted world, or refused or aborted), send it again; whether the intent
+        was handled."""
+        with self.locked():
+            entry = self.acted.get(step)
+            if entry is None:
+                return False
+            lost = entry[1] == 'sent' and time.monotonic() - entry[2] >= GOAL_LOST_AFTER_S
+            if entry[1] != 'failed' and not lost:
+                return True   # the world has the action, or may still answer
+            action = entry[0]
+        self.get_logger().info(f'step {step}: the world still waits for the partner and '
+                               f'has not taken {action}; sending it again')
+        self._act(task_id, step, action)
+        return True
+
+    def _record(self, run: tuple, step: int, action: str, state: str) -> None:
+        with self.locked():
+            if run == (self.task.task_id if self.task else None, self.attempt):
+                sent = time.monotonic() if state == 'sent' else \
+                    self.acted.get(step, (None, None, time.monotonic()))[2]
+                self.acted[step] = [action, state, sent]
+
     def _act(self, task_id: str, step: int, action: str) -> None:
+        run = (task_id, self.attempt)
+        self._record(run, step, action, 'sent')
         kind = conv.skill_kind(self.model, action)
         client = self.skill_clients.get(kind)
         if client is None:
@@ -202,21 +240,25 @@ class SimulatedHumanNode(CecmNode):
                                       'yet; sending anyway')
         future = client.send_goal_async(ExecuteSkill.Goal(task_id=task_id, step=step,
                                                           action=action))
-        future.add_done_callback(lambda f: self._on_goal_response(f, step, action))
+        future.add_done_callback(lambda f: self._on_goal_response(f, run, step, action))
 
-    def _on_goal_response(self, future, step: int, action: str) -> None:
+    def _on_goal_response(self, future, run: tuple, step: int, action: str) -> None:
         handle = future.result()
         if handle is None or not handle.accepted:
+            self._record(run, step, action, 'failed')
             self.get_logger().error(f'step {step}: the world rejected {action}')
             return
+        self._record(run, step, action, 'taken')
         handle.get_result_async().add_done_callback(
-            lambda f: self._on_result(f, step, action))
+            lambda f: self._on_result(f, run, step, action))
 
-    def _on_result(self, future, step: int, action: str) -> None:
+    def _on_result(self, future, run: tuple, step: int, action: str) -> None:
         response = future.result()
         if response is None:
+            self._record(run, step, action, 'failed')
             return
         result = response.result
+        self._record(run, step, action, 'done' if result.success else 'failed')
         if not result.success:
             self.get_logger().warning(f'step {step}: {action} failed: {result.message}')
         elif action != NOOP and not result.state_changed:

@@ -1,0 +1,134 @@
+"""simulated_human sends its action again when the world never took it.
+
+A world that restarts can lose the partner's skill goal; the executor then announces the
+step's intent again while the world waits. The partner (the installed executable, its
+own process) must send the same action for that step again, and only while the world
+has not taken it. This process plays the world: it hosts the human skill servers,
+refuses the first goal and accepts the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
+pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
+
+from core_fixtures import make_task  # noqa: E402
+from graph_fixtures import NodeProcesses, RosDomain, installed_or_skip  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState  # noqa: E402
+from rclpy.action import ActionServer  # noqa: E402
+from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+
+from cecm_ros.action import ExecuteSkill  # noqa: E402
+from cecm_ros.core.domain import NOOP  # noqa: E402
+from cecm_ros.msg import RobotIntent, TaskRequest  # noqa: E402
+from cecm_ros.nodes import conversions as conv  # noqa: E402
+from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
+from cecm_ros.nodes.household_sim import DEFAULT_SKILLS  # noqa: E402
+
+NAMESPACE = 'resend_test_world'
+PARTNER = 'simulated_human'
+
+
+class FakeWorld:
+    """Human skill servers that refuse the first goal and accept every later one."""
+
+    def __init__(self):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('resend_test_world', context=self.context)
+        group = ReentrantCallbackGroup()
+        self.goals: list[tuple[int, str, bool]] = []   # (step, action, taken)
+        self.lock = threading.Condition()
+        self.servers = [ActionServer(self.node, ExecuteSkill, f'{NAMESPACE}/{kind}',
+                                     self._execute, callback_group=group)
+                        for kind in DEFAULT_SKILLS]
+        self.intents = self.node.create_publisher(RobotIntent, 'robot/intent', QOS_EVENTS)
+        self.tasks = self.node.create_publisher(TaskRequest, 'task/request', QOS_LATCHED)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _execute(self, goal_handle):
+        goal = goal_handle.request
+        with self.lock:
+            taken = bool(self.goals)
+            self.goals.append((goal.step, goal.action, taken))
+            self.lock.notify_all()
+        if taken:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return ExecuteSkill.Result(success=taken, state_changed=False,
+                                   message='taken' if taken else 'the world restarted')
+
+    def wait_goals(self, count: int, timeout_s: float = 30.0) -> list:
+        with self.lock:
+            self.lock.wait_for(lambda: len(self.goals) >= count, timeout_s)
+            return list(self.goals)
+
+    def change_state(self, transition: int) -> bool:
+        client = self.node.create_client(ChangeState, f'{PARTNER}/change_state')
+        try:
+            assert client.wait_for_service(timeout_sec=30.0), 'no lifecycle service'
+            future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            assert done.wait(60.0), 'no answer to the lifecycle transition'
+            return future.result().success
+        finally:
+            self.node.destroy_client(client)
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=5)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def world(tmp_path):
+    executables, params = installed_or_skip(PARTNER)
+    domain = RosDomain()
+    processes = NodeProcesses(executables, params, domain.env, tmp_path)
+    fake = FakeWorld()
+    try:
+        processes.start(PARTNER, {'partner': 'full_capability', 'answer_intents': False,
+                                  'human_skill_namespace': NAMESPACE})
+        assert fake.change_state(Transition.TRANSITION_CONFIGURE), processes.log(PARTNER)
+        assert fake.change_state(Transition.TRANSITION_ACTIVATE), processes.log(PARTNER)
+        yield fake, processes
+    finally:
+        fake.close()
+        processes.close()
+        domain.release()
+
+
+def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(world):
+    fake, processes = world
+    task = make_task('resend', ['(item-at plate study)'], robot='study', human='kitchen')
+    fake.tasks.publish(conv.task_msg(task))
+    assert processes.wait_for_log(PARTNER, 'task resend: planned', 60.0), processes.log(PARTNER)
+
+    def announce(step: int) -> None:
+        fake.intents.publish(RobotIntent(task_id='resend', step=step, action=NOOP))
+
+    announce(0)
+    first = fake.wait_goals(1)
+    assert first[0][0] == 0 and not first[0][2], first
+    assert processes.wait_for_log(PARTNER, 'failed: the world restarted', 30.0), \
+        processes.log(PARTNER)
+    announce(0)                                  # the executor's repeat: sent again
+    goals = fake.wait_goals(2)
+    assert goals[1] == (0, first[0][1], True), goals
+    announce(0)                                  # the world has it (or may): not again
+    announce(1)                                  # the next step, after the repeat
+    goals = fake.wait_goals(3)
+    assert [g[0] for g in goals] == [0, 0, 1], goals
+    assert 'sending it again' in processes.log(PARTNER)
+    assert processes.alive(PARTNER)
