@@ -211,9 +211,11 @@ class SimulatedHumanNode(CecmNode):
             if entry is None:
                 return False
             lost = entry[1] == 'sent' and time.monotonic() - entry[2] >= GOAL_LOST_AFTER_S
-            if entry[1] != 'failed' and not lost:
-                return True   # the world has the action, or may still answer
-            action = entry[0]
+            action, state = entry[0], entry[1]
+        if state != 'failed' and not lost:   # the world has the action, or may still answer
+            self.get_logger().info(f'ignoring intent for step {step} of task {task_id}: the '
+                                   f'partner sent {action} for it already ({state})')
+            return True
         self.get_logger().info(f'step {step}: the world still waits for the partner and '
                                f'has not taken {action}; sending it again')
         self._act(task_id, step, action)
