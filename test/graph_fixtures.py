@@ -123,7 +123,9 @@ class NodeProcesses:
 class RosClient:
     """An rclpy node in its own context, spun on a background thread."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, setup=None):
+        """``setup(node)`` runs before the spin starts: action servers and clients made
+        while the executor spins can kill its thread."""
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
 
@@ -131,6 +133,8 @@ class RosClient:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, context=self.context)
+        if setup is not None:
+            setup(self.node)
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)

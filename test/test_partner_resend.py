@@ -17,12 +17,11 @@ rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
 from core_fixtures import make_task  # noqa: E402
-from graph_fixtures import NodeProcesses, RosDomain, installed_or_skip  # noqa: E402
+from graph_fixtures import NodeProcesses, RosClient, RosDomain, installed_or_skip  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from rclpy.action import ActionServer  # noqa: E402
 from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 
 from cecm_ros.action import ExecuteSkill  # noqa: E402
 from cecm_ros.core.domain import NOOP  # noqa: E402
@@ -39,21 +38,19 @@ class FakeWorld:
     """Human skill servers that refuse the first goal and accept every later one."""
 
     def __init__(self):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('resend_test_world', context=self.context)
-        group = ReentrantCallbackGroup()
         self.goals: list[tuple[int, str, bool]] = []   # (step, action, taken)
         self.lock = threading.Condition()
-        self.servers = [ActionServer(self.node, ExecuteSkill, f'{NAMESPACE}/{kind}',
-                                     self._execute, callback_group=group)
+        self.client = RosClient('resend_test_world', setup=self._serve)
+        self.intents = self.client.node.create_publisher(RobotIntent, 'robot/intent',
+                                                         QOS_EVENTS)
+        self.tasks = self.client.node.create_publisher(TaskRequest, 'task/request',
+                                                       QOS_LATCHED)
+
+    def _serve(self, node) -> None:
+        group = ReentrantCallbackGroup()
+        self.servers = [ActionServer(node, ExecuteSkill, f'{NAMESPACE}/{kind}', self._execute,
+                                     callback_group=group)
                         for kind in DEFAULT_SKILLS]
-        self.intents = self.node.create_publisher(RobotIntent, 'robot/intent', QOS_EVENTS)
-        self.tasks = self.node.create_publisher(TaskRequest, 'task/request', QOS_LATCHED)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
 
     def _execute(self, goal_handle):
         goal = goal_handle.request
@@ -74,21 +71,12 @@ class FakeWorld:
             return list(self.goals)
 
     def change_state(self, transition: int) -> bool:
-        client = self.node.create_client(ChangeState, f'{PARTNER}/change_state')
-        try:
-            assert client.wait_for_service(timeout_sec=30.0), 'no lifecycle service'
-            future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
-            done = threading.Event()
-            future.add_done_callback(lambda _: done.set())
-            assert done.wait(60.0), 'no answer to the lifecycle transition'
-            return future.result().success
-        finally:
-            self.node.destroy_client(client)
+        return self.client.call(ChangeState, f'{PARTNER}/change_state',
+                                ChangeState.Request(transition=Transition(id=transition)),
+                                60.0).success
 
     def close(self):
-        self.executor.shutdown(timeout_sec=5)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
+        self.client.close()
 
 
 @pytest.fixture

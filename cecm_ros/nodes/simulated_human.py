@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -41,6 +42,19 @@ from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
 EARLY_INTENTS_KEPT = 20
 # A goal the world has not answered this long after it was sent counts as lost.
 GOAL_LOST_AFTER_S = 2.0
+
+
+@dataclass
+class SentAction:
+    """The partner's action at one step, and whether the world has taken it."""
+
+    action: str
+    state: str = 'sent'          # 'sent' (no answer yet), 'taken' or 'failed'
+    sent_at: float = field(default_factory=time.monotonic)
+
+    def lost(self) -> bool:
+        return self.state == 'failed' or \
+            self.state == 'sent' and time.monotonic() - self.sent_at >= GOAL_LOST_AFTER_S
 
 
 class SimulatedHumanNode(CecmNode):
@@ -73,10 +87,8 @@ class SimulatedHumanNode(CecmNode):
         self.task = None
         self.attempt = 0
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
-        # The partner's own action at each step of the current run of the task, and
-        # whether the world has taken it: [action, 'sent' | 'taken' (accepted) | 'done' |
-        # 'failed', time.monotonic() when sent].
-        self.acted: dict[int, list] = {}
+        # The partner's own action at each step of the current run of the task.
+        self.acted: dict[int, SentAction] = {}
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -207,12 +219,11 @@ class SimulatedHumanNode(CecmNode):
         with a restarted world, or refused or aborted), send it again; whether the intent
         was handled."""
         with self.locked():
-            entry = self.acted.get(step)
-            if entry is None:
+            sent = self.acted.get(step)
+            if sent is None:
                 return False
-            lost = entry[1] == 'sent' and time.monotonic() - entry[2] >= GOAL_LOST_AFTER_S
-            action, state = entry[0], entry[1]
-        if state != 'failed' and not lost:   # the world has the action, or may still answer
+            lost, action, state = sent.lost(), sent.action, sent.state
+        if not lost:   # the world has the action, or may still answer
             self.get_logger().info(f'ignoring intent for step {step} of task {task_id}: the '
                                    f'partner sent {action} for it already ({state})')
             return True
@@ -221,16 +232,16 @@ class SimulatedHumanNode(CecmNode):
         self._act(task_id, step, action)
         return True
 
-    def _record(self, run: tuple, step: int, action: str, state: str) -> None:
+    def _settle(self, sent: SentAction, state: str) -> None:
+        """The world's answer to one goal (a goal sent again, or a run of the task begun
+        since, holds a SentAction of its own: this one is then no longer looked at)."""
         with self.locked():
-            if run == (self.task.task_id if self.task else None, self.attempt):
-                sent = time.monotonic() if state == 'sent' else \
-                    self.acted.get(step, (None, None, time.monotonic()))[2]
-                self.acted[step] = [action, state, sent]
+            sent.state = state
 
     def _act(self, task_id: str, step: int, action: str) -> None:
-        run = (task_id, self.attempt)
-        self._record(run, step, action, 'sent')
+        sent = SentAction(action)
+        with self.locked():
+            self.acted[step] = sent
         kind = conv.skill_kind(self.model, action)
         client = self.skill_clients.get(kind)
         if client is None:
@@ -242,25 +253,25 @@ class SimulatedHumanNode(CecmNode):
                                       'yet; sending anyway')
         future = client.send_goal_async(ExecuteSkill.Goal(task_id=task_id, step=step,
                                                           action=action))
-        future.add_done_callback(lambda f: self._on_goal_response(f, run, step, action))
+        future.add_done_callback(lambda f: self._on_goal_response(f, sent, step))
 
-    def _on_goal_response(self, future, run: tuple, step: int, action: str) -> None:
+    def _on_goal_response(self, future, sent: SentAction, step: int) -> None:
         handle = future.result()
         if handle is None or not handle.accepted:
-            self._record(run, step, action, 'failed')
-            self.get_logger().error(f'step {step}: the world rejected {action}')
+            self._settle(sent, 'failed')
+            self.get_logger().error(f'step {step}: the world rejected {sent.action}')
             return
-        self._record(run, step, action, 'taken')
+        self._settle(sent, 'taken')
         handle.get_result_async().add_done_callback(
-            lambda f: self._on_result(f, run, step, action))
+            lambda f: self._on_result(f, sent, step))
 
-    def _on_result(self, future, run: tuple, step: int, action: str) -> None:
+    def _on_result(self, future, sent: SentAction, step: int) -> None:
         response = future.result()
         if response is None:
-            self._record(run, step, action, 'failed')
+            self._settle(sent, 'failed')
             return
-        result = response.result
-        self._record(run, step, action, 'done' if result.success else 'failed')
+        result, action = response.result, sent.action
+        self._settle(sent, 'taken' if result.success else 'failed')
         if not result.success:
             self.get_logger().warning(f'step {step}: {action} failed: {result.message}')
         elif action != NOOP and not result.state_changed:

@@ -353,9 +353,10 @@ class SessionState:
             # partner: the window (and any answer) of the first announcement stands,
             # and a step that is over stays over.
             current = self.open
-            if (msg.task_id, msg.step) in self.closed or current is not None and \
-                    (current.task_id, current.step, current.intended) == \
-                    (msg.task_id, msg.step, msg.action):
+            repeated = current is not None and \
+                (current.task_id, current.step, current.intended) == \
+                (msg.task_id, msg.step, msg.action)
+            if repeated or (msg.task_id, msg.step) in self.closed:
                 return False
             self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic())
             return True
