@@ -164,6 +164,23 @@ def test_an_intent_announced_again_after_its_answer_is_not_asked_again(console):
     assert len([c for c in console['corrections'] if c.step == 5]) == 1
 
 
+def test_an_intent_heard_only_as_a_repeat_is_shown_closed_and_not_asked(console):
+    """A console started after the window of a step closed hears only the repeats."""
+    console['steps'].publish(StepResult(task_id=TASK, step=6, action='noop'))
+    assert _wait_output(console, 'step 6: the robot did noop'), _output(console)
+    repeat = RobotIntent(task_id=TASK, step=7, action='(move robot kitchen study)',
+                         repeated=True)
+    console['intents'].publish(repeat)
+    assert _wait_output(console, f'[{TASK} step 7] the robot does (move robot kitchen '
+                                 'study); its correction window has closed'), _output(console)
+    console['intents'].publish(repeat)
+    _announce(console, 8, 'noop')   # after the second repeat on the same topic
+    _type(console, '')               # answers step 8, the one open
+    assert _answer_for(console, 8).corrected_action == 'noop'
+    assert _output(console).count(f'[{TASK} step 7]') == 1
+    assert not any(c.step == 7 for c in console['corrections'])
+
+
 def test_a_partner_plan_with_an_unknown_action_is_ignored(console):
     plans = console['client'].node.create_publisher(JointPlan, 'human/joint_plan',
                                                     QOS_LATCHED)

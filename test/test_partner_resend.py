@@ -25,7 +25,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 
 from cecm_ros.action import ExecuteSkill  # noqa: E402
 from cecm_ros.core.domain import NOOP  # noqa: E402
-from cecm_ros.msg import RobotIntent, TaskRequest  # noqa: E402
+from cecm_ros.msg import Correction, RobotIntent, TaskRequest  # noqa: E402
 from cecm_ros.nodes import conversions as conv  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS  # noqa: E402
@@ -39,6 +39,7 @@ class FakeWorld:
 
     def __init__(self):
         self.goals: list[tuple[int, str, bool]] = []   # (step, action, taken)
+        self.corrections: list[Correction] = []
         self.lock = threading.Condition()
         self.client = RosClient('resend_test_world', setup=self._serve)
         self.intents = self.client.node.create_publisher(RobotIntent, 'robot/intent',
@@ -51,6 +52,13 @@ class FakeWorld:
         self.servers = [ActionServer(node, ExecuteSkill, f'{NAMESPACE}/{kind}', self._execute,
                                      callback_group=group)
                         for kind in DEFAULT_SKILLS]
+        node.create_subscription(Correction, 'robot/correction', self._on_correction,
+                                 QOS_EVENTS)
+
+    def _on_correction(self, msg: Correction) -> None:
+        with self.lock:
+            self.corrections.append(msg)
+            self.lock.notify_all()
 
     def _execute(self, goal_handle):
         goal = goal_handle.request
@@ -70,6 +78,13 @@ class FakeWorld:
             self.lock.wait_for(lambda: len(self.goals) >= count, timeout_s)
             return list(self.goals)
 
+    def wait_correction(self, step: int, timeout_s: float = 30.0) -> list[int]:
+        """The steps answered so far, once ``step`` is among them (or the time is up)."""
+        with self.lock:
+            self.lock.wait_for(lambda: any(c.step == step for c in self.corrections),
+                               timeout_s)
+            return [c.step for c in self.corrections]
+
     def change_state(self, transition: int) -> bool:
         return self.client.call(ChangeState, f'{PARTNER}/change_state',
                                 ChangeState.Request(transition=Transition(id=transition)),
@@ -80,13 +95,15 @@ class FakeWorld:
 
 
 @pytest.fixture
-def world(tmp_path):
+def world(request, tmp_path):
+    """The partner process and the fake world; ``request.param``: answer_intents."""
     executables, params = installed_or_skip(PARTNER)
     domain = RosDomain()
     processes = NodeProcesses(executables, params, domain.env, tmp_path)
     fake = FakeWorld()
     try:
-        processes.start(PARTNER, {'partner': 'full_capability', 'answer_intents': False,
+        answers = getattr(request, 'param', False)
+        processes.start(PARTNER, {'partner': 'full_capability', 'answer_intents': answers,
                                   'human_skill_namespace': NAMESPACE})
         assert fake.change_state(Transition.TRANSITION_CONFIGURE), processes.log(PARTNER)
         assert fake.change_state(Transition.TRANSITION_ACTIVATE), processes.log(PARTNER)
@@ -111,7 +128,8 @@ def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(wo
     assert first[0][0] == 0 and not first[0][2], first
     assert processes.wait_for_log(PARTNER, 'failed: the world restarted', 30.0), \
         processes.log(PARTNER)
-    announce(0)                                  # the executor's repeat: sent again
+    fake.intents.publish(RobotIntent(task_id='resend', step=0, action=NOOP,
+                                     repeated=True))   # the executor's repeat: sent again
     goals = fake.wait_goals(2)
     assert goals[1] == (0, first[0][1], True), goals
     announce(0)                                  # the world has it (or may): not again
@@ -120,3 +138,17 @@ def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(wo
     assert [g[0] for g in goals] == [0, 0, 1], goals
     assert 'sending it again' in processes.log(PARTNER)
     assert processes.alive(PARTNER)
+
+
+@pytest.mark.parametrize('world', [True], indirect=True)
+def test_a_partner_that_hears_only_the_repeat_acts_on_it_but_does_not_answer_it(world):
+    """A partner restarted after a step's window closed: its answer would be refused."""
+    fake, processes = world
+    task = make_task('late', ['(item-at plate study)'], robot='study', human='kitchen')
+    fake.tasks.publish(conv.task_msg(task))
+    assert processes.wait_for_log(PARTNER, 'task late: planned', 60.0), processes.log(PARTNER)
+    fake.intents.publish(RobotIntent(task_id='late', step=0, action=NOOP, repeated=True))
+    assert fake.wait_goals(1)[0][0] == 0, processes.log(PARTNER)
+    fake.intents.publish(RobotIntent(task_id='late', step=1, action=NOOP))
+    assert fake.wait_correction(1) == [1], processes.log(PARTNER)
+    assert [g[0] for g in fake.wait_goals(2)] == [0, 1], processes.log(PARTNER)

@@ -211,6 +211,21 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
     assert session.to_json()['open']['step'] == 1
 
 
+@pytest.mark.parametrize('window_s', [10.0, None])
+def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
+    """A panel started after a step's window closed hears only the executor's repeats."""
+    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=window_s)
+    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    repeat = RobotIntent(task_id='t', step=3, action='noop', repeated=True)
+    assert session.observe('intent', repeat) is True
+    shown = session.to_json()['open']
+    assert (shown['step'], shown['remaining_s'], shown['answer']) == (3, 0.0, None)
+    assert session.observe('intent', repeat) is False
+    session.observe('intent', RobotIntent(task_id='t', step=4, action='noop'))
+    fresh = None if window_s is None else pytest.approx(window_s, abs=1.0)
+    assert session.to_json()['open']['remaining_s'] == fresh
+
+
 @functools.cache
 def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     """(step, executed robot action, corrected, kind of the partner's answer) of every

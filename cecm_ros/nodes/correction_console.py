@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import OrderedDict
 
 from rclpy.node import Node
 from rclpy.task import Future
@@ -34,6 +35,8 @@ from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
 HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
+# Answered (or heard-only-as-repeat) intents remembered, so their repeats ask nothing.
+SETTLED_KEPT = 32
 
 
 class CorrectionConsole(Node):
@@ -46,9 +49,10 @@ class CorrectionConsole(Node):
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None
-        # The intent last answered: the executor announces an intent again while the
-        # world waits for the partner, and that repeat must not ask the person twice.
-        self.answered: tuple | None = None
+        # Intents answered or heard only as a repeat (the latest few): the executor
+        # announces an intent again while the world waits for the partner, after its
+        # window closed, and that repeat must not ask the person (again).
+        self.settled: OrderedDict[tuple, None] = OrderedDict()
         self.partner_plan: tuple[str, CorePlan] | None = None
         self.finished = Future()   # run_node spins until it is done
         self.exit_code = 0
@@ -86,15 +90,27 @@ class CorrectionConsole(Node):
             unanswered = self.open_intent
             if unanswered is not None and _key(unanswered) == _key(msg):
                 return   # the open intent again (a duplicate): it is shown already
-            if self.answered == _key(msg):
+            if _key(msg) in self.settled:
                 return   # announced again after it was answered: nothing more to ask
-            self.open_intent = msg
+            if msg.repeated:   # first heard as a repeat (this console started late)
+                self._settle(msg)
+            else:
+                self.open_intent = msg
             hint = self._expected(msg)
+        if msg.repeated:
+            self.say(f'[{msg.task_id} step {msg.step}] the robot does {msg.action}; its '
+                     'correction window has closed (the world waits for the partner)')
+            return
         if unanswered is not None:
             self.say(f'  (step {unanswered.step} went unanswered: the robot went ahead)')
         expected = f'; the partner plan expects {hint}' if hint else ''
         self.say(f'[{msg.task_id} step {msg.step}] the robot intends {msg.action}{expected}')
         self.say(f'  {HELP}:')
+
+    def _settle(self, intent: RobotIntent) -> None:
+        self.settled[_key(intent)] = None
+        while len(self.settled) > SETTLED_KEPT:
+            self.settled.popitem(last=False)
 
     def _expected(self, msg: RobotIntent) -> str:
         """What the partner's plan has the robot do at this step ('' if unknown)."""
@@ -139,7 +155,7 @@ class CorrectionConsole(Node):
                 self.say(f'  not sent: step {intent.step} is over already')
                 return
             self.open_intent = None
-            self.answered = _key(intent)
+            self._settle(intent)
         self.correction_pub.publish(Correction(
             header=intent.header, task_id=intent.task_id, step=intent.step,
             intended_action=intent.action, corrected_action=corrected, sender=self.sender))

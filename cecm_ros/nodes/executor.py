@@ -306,7 +306,7 @@ class Executor(CecmNode):
                 return RunTask.Result(outcome=outcome, success=False, message=message)
             self._check_cancel()
             intended = plan.steps[index].robot if index < len(plan.steps) else NOOP
-            correction = self._announce(task.task_id, step, intended)
+            correction, announced = self._announce(task.task_id, step, intended)
             corrected = correction is not None and correction.corrected_action != intended
             executed = correction.corrected_action if corrected else intended
             decisions += intended != NOOP or executed != NOOP
@@ -315,7 +315,7 @@ class Executor(CecmNode):
                 self.get_logger().info(
                     f'step {step}: corrected by {correction.sender or "someone"}: '
                     f'{intended} -> {executed}')
-            skill = self._execute_skill(task.task_id, step, executed, intended)
+            skill = self._execute_skill(task.task_id, step, executed, announced)
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
             state = conv.state_from_team_state(model, after)
@@ -358,14 +358,17 @@ class Executor(CecmNode):
             f'{len(plan.actions_of("human"))})')
         return plan
 
-    def _announce(self, task_id: str, step: int, intended: str) -> Correction | None:
-        """Publish the intent and wait for the partner's answer within the window."""
+    def _announce(self, task_id: str, step: int, intended: str
+                  ) -> tuple[Correction | None, RobotIntent]:
+        """Publish the intent and wait for the partner's answer within the window; the
+        answer (None for silence) and the intent as announced."""
         with self.locked():
             self.awaiting_step = step
             self.intent = intended
             self.correction = None
-        self.intent_pub.publish(RobotIntent(header=_header(self.stamp()), task_id=task_id,
-                                            step=step, action=intended))
+        intent = RobotIntent(header=_header(self.stamp()), task_id=task_id, step=step,
+                             action=intended)
+        self.intent_pub.publish(intent)
         try:
             self.wait_until(lambda: self.correction is not None or self._cancel_requested(),
                             self.window)
@@ -374,12 +377,13 @@ class Executor(CecmNode):
                 correction, self.correction = self.correction, None
                 self.awaiting_step = None
         self._check_cancel()
-        return correction
+        return correction, intent
 
-    def _execute_skill(self, task_id: str, step: int, action: str, intended: str):
+    def _execute_skill(self, task_id: str, step: int, action: str, announced: RobotIntent):
         """Run the robot's action; the world completes the step once the partner acts too.
         An intent is published once (volatile for the partner), so one that a partner
-        restarted at that moment never heard is announced again while the step waits."""
+        restarted at that moment never heard is announced again while the step waits,
+        marked as a repeat and with the first announcement's stamp: its window is over."""
         kind = conv.skill_kind(self.model, action)
         every = self.param('intent_repeat_s')
         last = [time.monotonic()]
@@ -389,9 +393,9 @@ class Executor(CecmNode):
                 last[0] = time.monotonic()
                 self.get_logger().info(f'step {step}: the world still waits for the partner; '
                                        'announcing the intent again')
-                self.intent_pub.publish(RobotIntent(header=_header(self.stamp()),
-                                                    task_id=task_id, step=step,
-                                                    action=intended))
+                self.intent_pub.publish(RobotIntent(
+                    header=announced.header, task_id=task_id, step=step,
+                    action=announced.action, repeated=True))
             return self._cancel_requested()
 
         name = self.skill_names.get(kind)

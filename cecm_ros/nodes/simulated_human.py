@@ -194,7 +194,7 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring intent for step {step} of task '
                                       f'{msg.task_id}: {error}')
             return
-        if self.answers:
+        if self.answers and not msg.repeated:   # a repeat's window is closed
             self._answer(msg.task_id, step, intended)
         own = self.human.current_step.human
         self.human.advance()

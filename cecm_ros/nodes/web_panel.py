@@ -311,6 +311,7 @@ class OpenStep:
     intended: str
     received: float                      # time.monotonic() when the intent arrived
     answer: dict | None = None           # the executor's accepted answer, once there
+    late: bool = False                   # first heard as a repeat: its window is over
 
 
 @dataclass
@@ -351,14 +352,16 @@ class SessionState:
         if key == 'intent':
             # The executor announces an intent again while the world waits for the
             # partner: the window (and any answer) of the first announcement stands,
-            # and a step that is over stays over.
+            # and a step that is over stays over. A panel that hears only the repeat
+            # (it started late) shows the step with its window over.
             current = self.open
-            repeated = current is not None and \
+            known = current is not None and \
                 (current.task_id, current.step, current.intended) == \
                 (msg.task_id, msg.step, msg.action)
-            if repeated or (msg.task_id, msg.step) in self.closed:
+            if known or (msg.task_id, msg.step) in self.closed:
                 return False
-            self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic())
+            self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic(),
+                                 late=msg.repeated)
             return True
         if key == 'step_result':
             self.closed.add((msg.task_id, msg.step))
@@ -415,7 +418,7 @@ class SessionState:
         open_step = None
         if current is not None:
             actions, problem = self.choices(current)
-            remaining = None if window is None else \
+            remaining = 0.0 if current.late else None if window is None else \
                 max(0.0, window - (time.monotonic() - current.received))
             plan = self.partner_plans.get(current.task_id)
             # What the (simulated) partner's own plan has the robot do here; None past

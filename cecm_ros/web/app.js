@@ -375,13 +375,13 @@
       text.textContent = open && open.answer ? '' : '';
       return;
     }
-    if (left === null || !window_s) {
+    if (left === null || (!window_s && left > 0)) {
       fill.style.width = '100%';
       text.textContent = 'Answer before the robot\'s correction window closes.';
       return;
     }
     const clamped = Math.max(0, left);
-    fill.style.width = (100 * clamped / window_s).toFixed(1) + '%';
+    fill.style.width = window_s ? (100 * clamped / window_s).toFixed(1) + '%' : '0';
     fill.className = clamped < Math.min(5, window_s / 4) ? 'low' : '';
     if (clamped > 0) {
       text.textContent = Math.ceil(clamped) + ' s left to answer; silence means the robot ' +
