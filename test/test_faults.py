@@ -5,7 +5,9 @@ and ends with exactly the belief of an undisturbed run.
   (respawned by the process runner, brought back to active by the lifecycle manager;
   the task manager runs interrupted tasks again and resumes its own session);
 * the executor stopped (SIGSTOP) for longer than the heartbeat and the peer timeouts,
-  then continued, while a Fast Downward search process of the estimator is killed.
+  then continued, while a Fast Downward search process of the estimator is killed;
+* a task that fails on its own (a goal no plan reaches), then the task manager killed:
+  the restarted one reports that task failed and does not run it again.
 
 The undisturbed belief comes from the ROS-free core with the same seed (the graph and
 `cecm experiment` compute the same numbers).
@@ -66,7 +68,7 @@ def undisturbed():
 class FaultySession:
     """The graph with respawning processes, a client watching it, and its outputs."""
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, task_manager: dict | None = None):
         executables, params = installed_or_skip(MANAGER)
         self.ros_domain = RosDomain()
         self.work = work
@@ -88,7 +90,7 @@ class FaultySession:
             'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
                              'exit_when_done': True, 'heldout_tasks': 0,
                              'summary_path': str(self.summary_path),
-                             'journal_dir': str(work / 'journal')},
+                             'journal_dir': str(work / 'journal'), **(task_manager or {})},
         }
         for node in NODES:
             self.processes.start(node, overrides.get(node))
@@ -239,5 +241,53 @@ def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, 
         assert killed, 'no Fast Downward search was seen to kill'
         assert 'killed by signal 9; running it again' in \
             session.processes.log('capability_estimator')
+    finally:
+        session.close()
+
+
+def _journal_events(work: Path) -> list[dict]:
+    events = []
+    for path in sorted((work / 'journal').glob('*.jsonl')):
+        for line in path.read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass   # a line being written
+    return events
+
+
+def test_a_task_that_failed_stays_failed_when_the_task_manager_restarts(tmp_path):
+    """A task with a goal no plan reaches fails without a fault (no retry); the task
+    manager, killed right after, resumes the session without running it again."""
+    tasks_file = tmp_path / 'tasks.yaml'
+    start = ['agent-at robot kitchen', 'agent-at human living_room', 'hand-free robot',
+             'hand-free human', 'item-at plate study', 'clean plate', 'item-at bowl kitchen',
+             'clean bowl', 'item-at toothbrush bathroom', 'clean toothbrush',
+             'item-at blanket bedroom', 'clean blanket']
+    tasks_file.write_text(json.dumps({'tasks': [
+        {'id': 'first', 'initial': start, 'goal': ['item-at plate kitchen']},
+        {'id': 'impossible', 'initial': start,
+         'goal': ['item-at plate kitchen', 'item-at plate bathroom']},
+        {'id': 'last', 'initial': start, 'goal': ['item-at bowl living_room']},
+    ]}))
+    session = FaultySession(tmp_path, {'tasks_file': str(tasks_file)})
+    try:
+        session.wait(session.all_active, 120.0, 'start-up')
+        failed = lambda: any(e.get('event') == 'failed'  # noqa: E731
+                             for e in _journal_events(tmp_path))
+        session.kill_when_running('task_manager', failed)
+        summary, belief, log = session.result()
+        assert [f['task_id'] for f in summary['failed_tasks']] == ['impossible'], \
+            session.errors()
+        assert [t['task_id'] for t in summary['tasks']] == ['first', 'last']
+        assert [entry['task'] for entry in summary['per_task']] == [1, 3]
+        assert 'cannot be reached even with a fully capable human' in \
+            summary['failed_tasks'][0]['reason']
+        assert [entry.task.task_id for entry in log] == ['first', 'last']
+        assert [entry.task_index for entry in log] == [0, 2]
+        started = [e['task_id'] for e in _journal_events(tmp_path) if e.get('event') == 'started']
+        assert started.count('impossible') == 1, started
+        assert belief.tasks_seen == 2
+        assert session.processes.graph.respawns['task_manager'] == 1
     finally:
         session.close()
