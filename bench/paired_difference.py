@@ -17,7 +17,7 @@ from pathlib import Path
 from cecm_ros.core.experiment import mean_ci95
 
 
-def final_values(folder: Path, metric: str, task: int) -> dict[int, float]:
+def values_at_task(folder: Path, metric: str, task: int) -> dict[int, float]:
     with (folder / 'runs.csv').open() as rows:
         return {int(row['run']): float(row[metric]) for row in csv.DictReader(rows)
                 if int(row['task_index']) == task - 1}
@@ -30,8 +30,8 @@ def main() -> None:
     parser.add_argument('--metric', default='heldout_agreement', help='a runs.csv column')
     parser.add_argument('--task', type=int, default=5, help='compare after this task')
     args = parser.parse_args()
-    first = final_values(args.first, args.metric, args.task)
-    second = final_values(args.second, args.metric, args.task)
+    first = values_at_task(args.first, args.metric, args.task)
+    second = values_at_task(args.second, args.metric, args.task)
     if not first or sorted(first) != sorted(second):
         parser.error(f'the two folders must hold the same runs at task {args.task} '
                      f'({sorted(first)} vs {sorted(second)})')

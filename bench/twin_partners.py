@@ -4,7 +4,8 @@
         --seed 0 --runs 20 --tasks 5 [--results DIR_A DIR_B ...]
 
 With the given task order the observed trajectories depend on the task and the
-partner's capabilities only (the partner enforces its own plan), so in a run where two
+partner's capabilities only (the partner enforces its own plan; with
+``forgo_probability`` 0, the experiment's default), so in a run where two
 partners produce the same trajectory on every task, every estimator that sees only the
 trajectories (and its seed) ends that run with the same belief for both. This prints,
 per run, whether the two partners were told apart by the tasks of that run and, given
@@ -20,19 +21,22 @@ import csv
 from pathlib import Path
 
 from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.experiment import run_seed
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskSequence
 
 
-def told_apart(planner: JointPlanner, seed: int, runs: int, tasks: int,
-               first: str, second: str) -> list[int | None]:
-    """Per run: the index of the first task whose observed trajectory differs between
-    the two partners, or None when every task looks the same."""
+def first_telling_task(planner: JointPlanner, seed: int, runs: int, tasks: int,
+                       first: str, second: str) -> list[int | None]:
+    """Per run of ``cecm experiment --seed SEED`` with given tasks: the index of the first
+    task whose observed trajectory differs between the two partners, or None when every
+    task looks the same. (The observed trajectory is the partner's own plan, as with
+    the experiment's default ``forgo_probability`` 0.)"""
     catalog = planner.model.catalog
     vectors = catalog.resolve(first), catalog.resolve(second)
     answers = []
     for run in range(runs):
-        sequence = TaskSequence(planner.model, seed * 100_003 + run, count=tasks)
+        sequence = TaskSequence(planner.model, run_seed(seed, run), count=tasks)
         differs = None
         for index in range(tasks):
             sequence.offer()
@@ -44,7 +48,7 @@ def told_apart(planner: JointPlanner, seed: int, runs: int, tasks: int,
     return answers
 
 
-def final_agreement(folder: Path, task_index: int) -> dict[int, float]:
+def agreement_at(folder: Path, task_index: int) -> dict[int, float]:
     with (folder / 'runs.csv').open() as rows:
         return {int(row['run']): float(row['heldout_agreement'])
                 for row in csv.DictReader(rows) if int(row['task_index']) == task_index}
@@ -65,7 +69,7 @@ def main() -> None:
         parser.error('--results takes folders in pairs (first partner, second partner)')
     model = TidyUpModel()
     with JointPlanner(model, workers=2) as planner:
-        differs = told_apart(planner, args.seed, args.runs, args.tasks, args.first,
+        differs = first_telling_task(planner, args.seed, args.runs, args.tasks, args.first,
                              args.second)
     same = [run for run, index in enumerate(differs) if index is None]
     print(f'{args.first} vs {args.second}, seed {args.seed}, {args.runs} runs x '
@@ -75,12 +79,13 @@ def main() -> None:
     if not pairs:
         return
     header = ['method', f'{args.first}', f'{args.second}', 'mean of the two',
-              f'runs alike: {args.first}', f'runs alike: {args.second}', 'mean of the two']
+              f'runs alike: {args.first}', f'runs alike: {args.second}',
+              'runs alike: mean of the two']
     print('| ' + ' | '.join(header) + ' |')
     print('|' + '---|' * len(header))
     for first_dir, second_dir in pairs:
-        a = final_agreement(first_dir, args.tasks - 1)
-        b = final_agreement(second_dir, args.tasks - 1)
+        a = agreement_at(first_dir, args.tasks - 1)
+        b = agreement_at(second_dir, args.tasks - 1)
         runs = sorted(set(a) & set(b))
         alike = [run for run in runs if run in same]
 

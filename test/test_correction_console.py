@@ -72,13 +72,14 @@ def _output(console) -> str:
     return console['log'].read_text(errors='replace')
 
 
-def _wait_output(console, text: str, timeout_s: float = 15.0) -> bool:
+def _wait_output(console, text: str, timeout_s: float = 15.0, since: int = 0) -> bool:
+    """Whether ``text`` appears in the output (after its first ``since`` characters)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if text in _output(console):
+        if text in _output(console)[since:]:
             return True
         time.sleep(0.1)
-    return text in _output(console)
+    return text in _output(console)[since:]
 
 
 def _type(console, line: str) -> None:
@@ -156,7 +157,7 @@ def test_an_intent_announced_again_after_its_answer_is_not_asked_again(console):
     _type(console, '')
     _answer_for(console, 5)
     assert _wait_output(console, 'step 5: agreed'), _output(console)
-    console['intents'].publish(RobotIntent(task_id=TASK, step=5,
+    console['intents'].publish(RobotIntent(task_id=TASK, step=5, repeated=True,
                                            action='(move robot kitchen study)'))
     _announce(console, 6, 'noop')   # after the repeat on the same topic: it was handled
     assert _output(console).count(f'[{TASK} step 5] the robot intends') == 1
@@ -171,7 +172,7 @@ def test_an_intent_heard_only_as_a_repeat_is_shown_closed_and_not_asked(console)
     repeat = RobotIntent(task_id=TASK, step=7, action='(move robot kitchen study)',
                          repeated=True)
     console['intents'].publish(repeat)
-    assert _wait_output(console, f'[{TASK} step 7] the robot does (move robot kitchen '
+    assert _wait_output(console, f'[{TASK} step 7] the robot announced (move robot kitchen '
                                  'study); its correction window has closed'), _output(console)
     console['intents'].publish(repeat)
     _announce(console, 8, 'noop')   # after the second repeat on the same topic
@@ -179,6 +180,28 @@ def test_an_intent_heard_only_as_a_repeat_is_shown_closed_and_not_asked(console)
     assert _answer_for(console, 8).corrected_action == 'noop'
     assert _output(console).count(f'[{TASK} step 7]') == 1
     assert not any(c.step == 7 for c in console['corrections'])
+
+
+def test_a_repeat_closes_the_open_step_and_a_task_run_again_asks_again(console):
+    intent = RobotIntent(task_id=TASK, step=9, action='(move robot kitchen study)')
+    _announce(console, 9, intent.action)
+    console['intents'].publish(RobotIntent(task_id=TASK, step=9, action=intent.action,
+                                           repeated=True))
+    assert _wait_output(console, 'step 9 went unanswered: its correction window closed'), \
+        _output(console)
+    before = len(_output(console))
+    _type(console, '')
+    assert _wait_output(console, 'nothing to answer: no intent is open', since=before), \
+        _output(console)
+    assert not any(c.step == 9 for c in console['corrections'])
+    # An interrupted task runs again from its start: the same step is a new question.
+    before = len(_output(console))
+    console['intents'].publish(intent)
+    assert _wait_output(console, f'[{TASK} step 9] the robot intends {intent.action}',
+                        since=before), _output(console)
+    assert _output(console).count(f'[{TASK} step 9] the robot intends') == 2
+    _type(console, '')
+    assert _answer_for(console, 9).corrected_action == intent.action
 
 
 def test_a_partner_plan_with_an_unknown_action_is_ignored(console):

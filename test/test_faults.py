@@ -268,7 +268,9 @@ def test_a_task_that_failed_stays_failed_when_the_task_manager_restarts(tmp_path
         {'id': 'first', 'initial': start, 'goal': ['item-at plate kitchen']},
         {'id': 'impossible', 'initial': start,
          'goal': ['item-at plate kitchen', 'item-at plate bathroom']},
-        {'id': 'last', 'initial': start, 'goal': ['item-at bowl living_room']},
+        # Long enough (several steps) that the kill lands before the session ends.
+        {'id': 'last', 'initial': start,
+         'goal': ['item-at bowl living_room', 'item-at plate kitchen', 'item-at blanket study']},
     ]}))
     session = FaultySession(tmp_path, {'tasks_file': str(tasks_file)})
     try:

@@ -219,11 +219,31 @@ def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
     repeat = RobotIntent(task_id='t', step=3, action='noop', repeated=True)
     assert session.observe('intent', repeat) is True
     shown = session.to_json()['open']
-    assert (shown['step'], shown['remaining_s'], shown['answer']) == (3, 0.0, None)
+    assert (shown['step'], shown['remaining_s'], shown['window_closed'], shown['answer']) \
+        == (3, 0.0, True, None)
     assert session.observe('intent', repeat) is False
     session.observe('intent', RobotIntent(task_id='t', step=4, action='noop'))
+    shown = session.to_json()['open']
     fresh = None if window_s is None else pytest.approx(window_s, abs=1.0)
-    assert session.to_json()['open']['remaining_s'] == fresh
+    assert (shown['remaining_s'], shown['window_closed']) == (fresh, False)
+
+
+def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
+    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=None)
+    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    intent = RobotIntent(task_id='t', step=0, action='noop')
+    session.observe('intent', intent)
+    assert session.to_json()['open']['remaining_s'] is None   # no window length known
+    repeat = RobotIntent(task_id='t', step=0, action='noop', repeated=True)
+    assert session.observe('intent', repeat) is True
+    assert session.to_json()['open']['window_closed'] is True
+    assert session.observe('intent', repeat) is False
+    session.observe('step_result', StepResult(task_id='t', step=0, action='noop'))
+    assert session.observe('intent', intent) is False           # the step is over
+    # The task manager runs an interrupted task again: a new attempt, new questions.
+    session.observe('task', TaskRequest(task_id='t', attempt=1, goal_propositions=[]))
+    assert session.observe('intent', intent) is True
+    assert session.to_json()['open']['window_closed'] is False
 
 
 @functools.cache
@@ -803,23 +823,24 @@ def test_the_page_resumes_after_a_dropped_connection(graph, page):
 
 
 def test_the_page_resumes_after_the_panel_restarts(graph, page):
+    """The panel deactivated mid-step: the lifecycle manager brings it back (an observer:
+    the task goes on), and the page reconnects and shows the open step again."""
     client = graph['client']
     with graph['partner'].holding('agree') as (intent, expected):
         _show_intent(page, intent)
         before = page.evaluate('window.cecmPanel.state.connections')
-        for transition, offline in ((Transition.TRANSITION_DEACTIVATE, True),
-                                    (Transition.TRANSITION_ACTIVATE, False)):
-            response = client.call(ChangeState, f'{PANEL}/change_state',
-                                   ChangeState.Request(transition=Transition(id=transition)))
-            assert response.success, transition
-            if offline:   # the server closed every connection and freed the port
-                page.wait_for_function("() => document.getElementById('conn').className"
-                                       ".includes('offline')", timeout=UI_MS)
+        response = client.call(ChangeState, f'{PANEL}/change_state', ChangeState.Request(
+            transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
+        assert response.success
+        # The server closed every connection and freed the port.
+        page.wait_for_function("() => document.getElementById('conn').className"
+                               ".includes('offline')", timeout=UI_MS)
         page.wait_for_function('([n]) => window.cecmPanel.state.connections > n && '
                                "document.getElementById('conn').textContent === 'connected'",
                                arg=[before], timeout=UI_MS)
         _show_intent(page, intent)
         assert graph['processes'].log(PANEL).count(f'web panel: {graph["url"]}') == 2
+        assert f'{PANEL}: back to active' in graph['processes'].log('lifecycle_manager')
         page.locator('#agree').click()
         _applied(graph, intent, intent.action, corrected=False)
 

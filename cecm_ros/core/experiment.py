@@ -142,6 +142,12 @@ def task_metrics(model: TidyUpModel, record: TaskRecord, estimate: np.ndarray,
         wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t))
 
 
+def run_seed(seed: int, run: int) -> int:
+    """The seed of one run of an experiment with base ``seed``: its tasks, estimator and
+    partner draw from it, so runs of one base seed see the same tasks in every method."""
+    return seed * 100_003 + run
+
+
 def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSettings,
              run: int, report: Callable[[str], None] | None = None) -> list[TaskResult]:
     """One run: a seeded task sequence with one estimator learning along it.
@@ -150,14 +156,14 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
     (see :class:`~cecm_ros.core.tasks.TaskSequence`); ``given`` runs exactly the tasks
     the seeded generator draws.
     """
-    run_seed = settings.seed * 100_003 + run
+    seed = run_seed(settings.seed, run)
     informative = settings.task_choice == 'informative'
-    sequence = TaskSequence(model, run_seed, count=settings.tasks,
+    sequence = TaskSequence(model, seed, count=settings.tasks,
                             candidates=settings.candidates if informative else 1)
     evaluator = (DiversePlanEvaluator(planner) if settings.method == 'cecm_div'
                  else SharedPlanEvaluator(planner))
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
-                               seed=run_seed)
+                               seed=seed)
     results = []
     for index in range(settings.tasks):
         partner = settings.partner
@@ -171,7 +177,7 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
         task = sequence.take(choice.index)
         information = choice.information[choice.index] if choice.information else 0.0
         human = SimulatedHuman(planner, truth, settings.forgo_probability,
-                               seed=partner_seed(run_seed, task.task_id))
+                               seed=partner_seed(seed, task.task_id))
         record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
                                  human)
         update = estimator.update(task, record.trajectory)

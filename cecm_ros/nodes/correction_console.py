@@ -35,7 +35,7 @@ from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
 HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
-# Answered (or heard-only-as-repeat) intents remembered, so their repeats ask nothing.
+# Settled intents remembered, so that their repeats print nothing.
 SETTLED_KEPT = 32
 
 
@@ -49,9 +49,9 @@ class CorrectionConsole(Node):
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None
-        # Intents answered or heard only as a repeat (the latest few): the executor
+        # Intents answered, or closed by a repeat (the latest few): the executor
         # announces an intent again while the world waits for the partner, after its
-        # window closed, and that repeat must not ask the person (again).
+        # window closed; such a repeat is shown once and asks nothing.
         self.settled: OrderedDict[tuple, None] = OrderedDict()
         self.partner_plan: tuple[str, CorePlan] | None = None
         self.finished = Future()   # run_node spins until it is done
@@ -86,23 +86,31 @@ class CorrectionConsole(Node):
             self.partner_plan = (msg.task_id, plan)
 
     def _on_intent(self, msg: RobotIntent) -> None:
+        """A fresh announcement opens its step (again after an interrupted task runs
+        again); a repeat says the step's window has closed: it asks nothing, and closes
+        the step if it is the one open."""
         with self._lock:
             unanswered = self.open_intent
-            if unanswered is not None and _key(unanswered) == _key(msg):
-                return   # the open intent again (a duplicate): it is shown already
-            if _key(msg) in self.settled:
-                return   # announced again after it was answered: nothing more to ask
-            if msg.repeated:   # first heard as a repeat (this console started late)
+            same = unanswered is not None and _key(unanswered) == _key(msg)
+            if msg.repeated:
+                if _key(msg) in self.settled:
+                    return   # answered, or its first repeat was shown already
                 self._settle(msg)
+                self.open_intent = None   # whatever was open is over
+            elif same:
+                return   # the open intent again (a duplicate): it is shown already
             else:
+                self.settled.pop(_key(msg), None)
                 self.open_intent = msg
             hint = self._expected(msg)
-        if msg.repeated:
-            self.say(f'[{msg.task_id} step {msg.step}] the robot does {msg.action}; its '
-                     'correction window has closed (the world waits for the partner)')
-            return
         if unanswered is not None:
-            self.say(f'  (step {unanswered.step} went unanswered: the robot went ahead)')
+            self.say(f'  (step {unanswered.step} went unanswered: its correction window '
+                     'closed and the robot went ahead)')
+        if msg.repeated:
+            if not same:
+                self.say(f'[{msg.task_id} step {msg.step}] the robot announced {msg.action}; '
+                         'its correction window has closed (the world waits for the partner)')
+            return
         expected = f'; the partner plan expects {hint}' if hint else ''
         self.say(f'[{msg.task_id} step {msg.step}] the robot intends {msg.action}{expected}')
         self.say(f'  {HELP}:')

@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
+from lifecycle_msgs.msg import State
+from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.parameter import parameter_value_to_python
@@ -127,6 +129,11 @@ class TaskManager(CecmNode):
         self.declare('graph_status_topic', 'lifecycle_manager/graph_status',
                      "The lifecycle manager's GraphStatus ('' = no manager: every failed task "
                      'counts as failed)', check=ros_name(optional=True))
+        self.declare('observer_nodes', ['web_panel'],
+                     'Managed nodes that only show or relay what the others do: when the '
+                     'lifecycle manager loses or heals one of them the running task goes on '
+                     '(the loss of any other node interrupts it)',
+                     ParameterType.PARAMETER_STRING_ARRAY)
         self.declare('heldout_tasks', 40,
                      'Held-out tasks on which the plan under each new estimate is compared '
                      'with the plan under the TRUE capabilities (metrics only; 0 = off)',
@@ -574,14 +581,19 @@ class TaskManager(CecmNode):
         return started, tuple(n.recoveries for n in graph.nodes)
 
     def _graph_changed(self, before: tuple | None, node: str = '') -> bool:
-        """A node (``node``, or any) was lost or came back since ``before`` (a restarted
-        manager counts from zero, so then any return is news)."""
+        """A node (``node``, or any but the ``observer_nodes``) was lost or came back since
+        ``before`` (a restarted manager counts from zero, so then any return is news)."""
         graph = self.graph
         if graph is None or not self.param('graph_status_topic'):
             return False
         now = self._graph_mark()
         if not node:
-            return not graph.all_active or now != before
+            if before is None or now[0] != before[0]:
+                return True
+            return not self._task_nodes_active(graph) or any(
+                index >= len(before[1]) or now[1][index] != before[1][index]
+                for index, entry in enumerate(graph.nodes) if entry.name not in
+                self.param('observer_nodes'))
         entries = [(i, n) for i, n in enumerate(graph.nodes) if n.name == node]
         if not entries:
             return False
@@ -589,6 +601,12 @@ class TaskManager(CecmNode):
         if not entry.responsive or before is None or now[0] != before[0]:
             return True
         return index < len(before[1]) and now[1][index] != before[1][index]
+
+    def _task_nodes_active(self, graph: GraphStatus) -> bool:
+        """Every managed node but the observers is active and answers."""
+        observers = self.param('observer_nodes')
+        return all(entry.responsive and entry.state == State.PRIMARY_STATE_ACTIVE
+                   for entry in graph.nodes if entry.name not in observers)
 
     def _disturbed(self, before: tuple | None) -> bool:
         """Whether the graph lost a node since ``before``; waits up to
@@ -600,8 +618,8 @@ class TaskManager(CecmNode):
 
     def _wait_graph_active(self, label: str) -> None:
         timeout = self.param('recovery_timeout_s')
-        if not self.wait_until(lambda: self.graph is not None and self.graph.all_active,
-                               timeout):
+        if not self.wait_until(lambda: self.graph is not None
+                               and self._task_nodes_active(self.graph), timeout):
             raise SessionError(f'{label}: the node graph was not active again within '
                                f'{timeout:g} s')
 

@@ -311,7 +311,7 @@ class OpenStep:
     intended: str
     received: float                      # time.monotonic() when the intent arrived
     answer: dict | None = None           # the executor's accepted answer, once there
-    late: bool = False                   # first heard as a repeat: its window is over
+    window_closed: bool = False          # a repeat of its intent was heard
 
 
 @dataclass
@@ -336,7 +336,10 @@ class SessionState:
     def observe(self, key: str, msg) -> bool:
         """Update from one message; whether the derived session changed."""
         if key == 'task':
-            changed = self.task is None or msg.task_id != self.task.task_id
+            # A task run again (after an interruption) comes with a new attempt: its
+            # steps are new questions.
+            changed = self.task is None or (msg.task_id, msg.attempt) != \
+                (self.task.task_id, self.task.attempt)
             self.task = msg
             if changed:
                 self.closed.clear()
@@ -351,17 +354,22 @@ class SessionState:
             return True
         if key == 'intent':
             # The executor announces an intent again while the world waits for the
-            # partner: the window (and any answer) of the first announcement stands,
-            # and a step that is over stays over. A panel that hears only the repeat
-            # (it started late) shows the step with its window over.
+            # partner, after the step's window closed: a repeat closes the step's window
+            # here too (any answer stands), and a step that is over stays over. A panel
+            # that hears only the repeat (it started late) shows the step closed.
             current = self.open
             known = current is not None and \
                 (current.task_id, current.step, current.intended) == \
                 (msg.task_id, msg.step, msg.action)
-            if known or (msg.task_id, msg.step) in self.closed:
+            if (msg.task_id, msg.step) in self.closed:
                 return False
+            if known:
+                if not msg.repeated or current.window_closed:
+                    return False
+                current.window_closed = True
+                return True
             self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic(),
-                                 late=msg.repeated)
+                                 window_closed=msg.repeated)
             return True
         if key == 'step_result':
             self.closed.add((msg.task_id, msg.step))
@@ -418,7 +426,7 @@ class SessionState:
         open_step = None
         if current is not None:
             actions, problem = self.choices(current)
-            remaining = 0.0 if current.late else None if window is None else \
+            remaining = 0.0 if current.window_closed else None if window is None else \
                 max(0.0, window - (time.monotonic() - current.received))
             plan = self.partner_plans.get(current.task_id)
             # What the (simulated) partner's own plan has the robot do here; None past
@@ -429,7 +437,8 @@ class SessionState:
             open_step = {'task_id': current.task_id, 'step': current.step,
                          'intended_action': current.intended, 'actions': actions,
                          'actions_problem': problem, 'remaining_s': remaining,
-                         'answer': current.answer, 'partner_plan_expects': expects}
+                         'answer': current.answer, 'partner_plan_expects': expects,
+                         'window_closed': current.window_closed}
         states = self.states.get(self.task_id, {})
         return {'task_id': self.task_id, 'step': max(states) if states else None,
                 'open': open_step, 'plan_offset': self.plan_offsets.get(self.task_id, 0),

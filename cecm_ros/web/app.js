@@ -253,7 +253,7 @@
 
   function canAnswer() {
     const open = openStep();
-    if (!open || !state.connected || open.answer) return false;
+    if (!open || !state.connected || open.answer || open.window_closed) return false;
     const left = remaining();
     return left === null || left > 0;
   }
@@ -373,6 +373,12 @@
     if (!open || open.answer) {
       fill.style.width = '0';
       text.textContent = open && open.answer ? '' : '';
+      return;
+    }
+    if (open.window_closed) {
+      fill.style.width = '0';
+      text.textContent = 'This step\'s correction window has closed: the robot acts on ' +
+        'what it announced, or on the answer it got.';
       return;
     }
     if (left === null || (!window_s && left > 0)) {
