@@ -17,8 +17,10 @@ loss on the other.
 from __future__ import annotations
 
 import argparse
-import csv
+import math
 from pathlib import Path
+
+from paired_difference import values_at_task
 
 from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.experiment import run_seed
@@ -48,10 +50,9 @@ def first_telling_task(planner: JointPlanner, seed: int, runs: int, tasks: int,
     return answers
 
 
-def agreement_at(folder: Path, task_index: int) -> dict[int, float]:
-    with (folder / 'runs.csv').open() as rows:
-        return {int(row['run']): float(row['heldout_agreement'])
-                for row in csv.DictReader(rows) if int(row['task_index']) == task_index}
+def mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else math.nan
 
 
 def main() -> None:
@@ -69,8 +70,8 @@ def main() -> None:
         parser.error('--results takes folders in pairs (first partner, second partner)')
     model = TidyUpModel()
     with JointPlanner(model, workers=2) as planner:
-        differs = first_telling_task(planner, args.seed, args.runs, args.tasks, args.first,
-                             args.second)
+        differs = first_telling_task(planner, args.seed, args.runs, args.tasks,
+                                     args.first, args.second)
     same = [run for run, index in enumerate(differs) if index is None]
     print(f'{args.first} vs {args.second}, seed {args.seed}, {args.runs} runs x '
           f'{args.tasks} given tasks: {len(same)} runs cannot tell them apart '
@@ -84,14 +85,10 @@ def main() -> None:
     print('| ' + ' | '.join(header) + ' |')
     print('|' + '---|' * len(header))
     for first_dir, second_dir in pairs:
-        a = agreement_at(first_dir, args.tasks - 1)
-        b = agreement_at(second_dir, args.tasks - 1)
+        a = values_at_task(first_dir, 'heldout_agreement', args.tasks)
+        b = values_at_task(second_dir, 'heldout_agreement', args.tasks)
         runs = sorted(set(a) & set(b))
         alike = [run for run in runs if run in same]
-
-        def mean(values):
-            values = list(values)
-            return sum(values) / len(values) if values else float('nan')
         row = [mean(a[r] for r in runs), mean(b[r] for r in runs),
                mean((a[r] + b[r]) / 2 for r in runs), mean(a[r] for r in alike),
                mean(b[r] for r in alike), mean((a[r] + b[r]) / 2 for r in alike)]

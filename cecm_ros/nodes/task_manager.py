@@ -590,10 +590,10 @@ class TaskManager(CecmNode):
         if not node:
             if before is None or now[0] != before[0]:
                 return True
+            observers = self.param('observer_nodes')
             return not self._task_nodes_active(graph) or any(
                 index >= len(before[1]) or now[1][index] != before[1][index]
-                for index, entry in enumerate(graph.nodes) if entry.name not in
-                self.param('observer_nodes'))
+                for index, entry in enumerate(graph.nodes) if entry.name not in observers)
         entries = [(i, n) for i, n in enumerate(graph.nodes) if n.name == node]
         if not entries:
             return False
