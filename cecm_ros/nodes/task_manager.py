@@ -603,10 +603,13 @@ class TaskManager(CecmNode):
         return index < len(before[1]) and now[1][index] != before[1][index]
 
     def _task_nodes_active(self, graph: GraphStatus) -> bool:
-        """Every managed node but the observers is active and answers."""
+        """The manager is up (not starting, paused or stopped) and every managed node but
+        the observers is active and answers: ``all_active`` with the observers left out
+        (an inactive observer makes the manager report 'recovering')."""
         observers = self.param('observer_nodes')
-        return all(entry.responsive and entry.state == State.PRIMARY_STATE_ACTIVE
-                   for entry in graph.nodes if entry.name not in observers)
+        return graph.mode in ('active', 'recovering') and all(
+            entry.responsive and entry.state == State.PRIMARY_STATE_ACTIVE
+            for entry in graph.nodes if entry.name not in observers)
 
     def _disturbed(self, before: tuple | None) -> bool:
         """Whether the graph lost a node since ``before``; waits up to
