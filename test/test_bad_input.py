@@ -310,10 +310,11 @@ def graph(tmp_path_factory):
         ros_domain.release()
 
 
-def _task_msg(model, task_id='bad-input-task', initial=None, goal=None) -> TaskRequest:
+def _task_msg(model, task_id='bad-input-task', initial=None, goal=None,
+              attempt=0) -> TaskRequest:
     """A valid task of the household (or one with the given propositions)."""
     task = TaskGenerator(model, 3).next_task()
-    return TaskRequest(task_id=task_id, partner_id='partner',
+    return TaskRequest(task_id=task_id, partner_id='partner', attempt=attempt,
                        initial_propositions=sorted(task.initial) if initial is None
                        else initial, goal_propositions=sorted(task.goal) if goal is None
                        else goal)
@@ -818,7 +819,7 @@ def test_run_task_aborts_a_task_it_cannot_run_and_refuses_wrong_corrections(grap
 
     stop = g.listen(RobotIntent, 'robot/intent', EVENTS, on_intent)
     stale = g.goal(RunTask, 'executor/run_task', RunTask.Goal(
-        task=_task_msg(g.model, task_id)))
+        task=_task_msg(g.model, task_id, attempt=_attempt(g, session))))
     stop()
     assert stale.status == 6, stale
     assert 'goal is for step 0 but the world is at step' in stale.result.message
@@ -841,22 +842,30 @@ def _world_step(g, session) -> int:
 def test_skill_goals_that_do_not_fit_the_world_are_aborted(graph, session):
     g = graph
     task_id, step = session['task_id'], _world_step(g, session)
+    attempt = _attempt(g, session)
+    earlier = (attempt - 1) % 2**32   # a run of the task before the world's
     steps = g.world_steps()
     cases = [
-        ('robot/skills/move', 'stale-task', step, '(move robot kitchen study)',
+        ('robot/skills/move', 'stale-task', attempt, step, '(move robot kitchen study)',
          f"goal is for task 'stale-task' but the world runs task {task_id!r}"),
-        ('robot/skills/wait', 'stale-task', step, 'noop',
+        ('robot/skills/wait', 'stale-task', attempt, step, 'noop',
          f"goal is for task 'stale-task' but the world runs task {task_id!r}"),
-        ('robot/skills/move', task_id, step, '(move human kitchen study)',
+        ('robot/skills/wait', task_id, earlier, step, 'noop',
+         f'goal is for attempt {earlier} of task {task_id} but the world runs attempt '
+         f'{attempt}'),
+        ('human/skills/wait', task_id, earlier, step, 'noop',
+         f'goal is for attempt {earlier} of task {task_id} but the world runs attempt '
+         f'{attempt}'),
+        ('robot/skills/move', task_id, attempt, step, '(move human kitchen study)',
          'is an action of the human, not of the robot'),
-        ('human/skills/move', task_id, step, '(move robot kitchen study)',
+        ('human/skills/move', task_id, attempt, step, '(move robot kitchen study)',
          'is an action of the robot, not of the human'),
-        ('robot/skills/move', task_id, step, '(pick robot plate kitchen)',
+        ('robot/skills/move', task_id, attempt, step, '(pick robot plate kitchen)',
          "(pick robot plate kitchen) is a 'pick' skill, sent to the 'move' server"),
     ]
-    for server, target, at, action, message in cases:
-        response = g.goal(ExecuteSkill, server, ExecuteSkill.Goal(task_id=target, step=at,
-                                                                   action=action))
+    for server, target, run, at, action, message in cases:
+        response = g.goal(ExecuteSkill, server, ExecuteSkill.Goal(
+            task_id=target, attempt=run, step=at, action=action))
         assert response is not None and not response.result.success
         assert message in response.result.message, response.result.message
     # A second goal of the same agent for one step: the first waits for the human, the
@@ -864,10 +873,10 @@ def test_skill_goals_that_do_not_fit_the_world_are_aborted(graph, session):
     # (The client knows the server by now: the stale-task goal above went through it.)
     client = g._clients['robot/skills/wait']
     handle = g.client.result(client.send_goal_async(ExecuteSkill.Goal(
-        task_id=task_id, step=step, action='noop')), 60.0)
+        task_id=task_id, attempt=attempt, step=step, action='noop')), 60.0)
     assert handle.accepted
-    second = g.goal(ExecuteSkill, 'robot/skills/wait',
-                    ExecuteSkill.Goal(task_id=task_id, step=step, action='noop'))
+    second = g.goal(ExecuteSkill, 'robot/skills/wait', ExecuteSkill.Goal(
+        task_id=task_id, attempt=attempt, step=step, action='noop'))
     assert f'the robot already sent noop for step {step}' in second.result.message
     g.client.result(handle.cancel_goal_async(), 60.0)
     first = g.client.result(handle.get_result_async(), 60.0)
@@ -894,7 +903,8 @@ def test_reset_world_refuses_a_bad_task_and_keeps_its_task(graph, session, case)
                       ResetWorld.Request(task=_bad_task(g.model, spec)))
     assert not response.success and message in response.message, response.message
     probe = g.goal(ExecuteSkill, 'robot/skills/move', ExecuteSkill.Goal(
-        task_id=session['task_id'], step=999, action='(move robot kitchen study)'))
+        task_id=session['task_id'], attempt=_attempt(g, session), step=999,
+        action='(move robot kitchen study)'))
     assert f"the world is at step {_world_step(g, session)} of task {session['task_id']}" \
         in probe.result.message
     assert g.world_steps() == steps

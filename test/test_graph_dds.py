@@ -14,6 +14,7 @@ launch_testing, not available from PyPI).
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -69,7 +70,7 @@ def session(tmp_path_factory):
     work = tmp_path_factory.mktemp('graph')
     client = RosClient('cecm_graph_test')
     processes = NodeProcesses(executables, params, env, work)
-    state = {'beliefs': [], 'steps': [], 'sent_wrong_steps': [], 'work': work,
+    state = {'beliefs': [], 'steps': [], 'requests': [], 'sent_wrong_steps': [], 'work': work,
              'client': client, 'processes': processes, 'domain': domain}
 
     def on_step(msg: StepResult) -> None:
@@ -86,9 +87,20 @@ def session(tmp_path_factory):
 
     state['correction_pub'] = client.node.create_publisher(Correction, 'robot/correction',
                                                            EVENTS)
+    # A second listener on robot/intent (the executor expects 2), lost after the first
+    # step: the executor must say so at a later intent (the loss is logged, not silent).
+    state['observer'] = client.node.create_subscription(RobotIntent, 'robot/intent',
+                                                        lambda _msg: None, EVENTS)
+
+    def drop_observer(_msg: StepResult) -> None:
+        observer, state['observer'] = state['observer'], None
+        if observer is not None:
+            client.node.destroy_subscription(observer)
     state['intent_pub'] = client.node.create_publisher(RobotIntent, 'robot/intent', EVENTS)
     client.collect(CapabilityBelief, 'capability_belief', LATCHED, state['beliefs'])
-    client.collect(StepResult, 'robot/step_result', EVENTS, state['steps'], on_step)
+    client.collect(StepResult, 'robot/step_result', EVENTS, state['steps'],
+                   lambda msg: (on_step(msg), drop_observer(msg)))
+    client.collect(TaskRequest, 'task/request', LATCHED, state['requests'])
     summary_path = work / 'summary.json'
     try:
         for node in NODES:
@@ -97,6 +109,7 @@ def session(tmp_path_factory):
                                          'store_path': str(work / 'partners.sqlite')},
                 'household_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER},
+                'executor': {'intent_subscribers': 2},
                 'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
                                  'exit_when_done': True,
                                  'summary_path': str(summary_path)},
@@ -152,6 +165,15 @@ def test_session_completes(session):
                      'infeasible_assigned', 'accepted_samples'):
             assert set(row[name]) == {'mean', 'ci95_low', 'ci95_high'}
     assert all(task['goal_reached'] for task in summary['tasks'])
+
+
+def test_a_listener_on_intents_lost_in_mid_session_is_logged(session):
+    log = session['processes'].log('executor')
+    assert re.search(r'\[WARN\] \[executor\]: step \d+: 1 of the 2 expected subscribers '
+                     r'listen on robot/intent; an intent they do not answer passes as '
+                     r'consent', log), log[-3000:]
+    # Said once per loss, not at every intent after it.
+    assert log.count('an intent they do not answer passes as consent') == 1
 
 
 def test_belief_moves_toward_the_true_capabilities(session):
@@ -240,13 +262,14 @@ def test_outcome_with_an_unknown_proposition_leaves_the_belief_untouched(session
 def test_world_aborts_skill_goals_for_a_wrong_step_or_an_unknown_action(session):
     client, processes = session['client'], session['processes']
     last = session['summary']['tasks'][-1]['task_id'] if session['summary'] else ''
+    attempt = next(r.attempt for r in reversed(session['requests']) if r.task_id == last)
     wrong_step = client.send_goal(ExecuteSkill, 'robot/skills/move', ExecuteSkill.Goal(
-        task_id=last, step=999, action='(move robot kitchen study)'))
+        task_id=last, attempt=attempt, step=999, action='(move robot kitchen study)'))
     assert wrong_step is not None and not wrong_step.result.success
     assert 'goal is for step 999 but the world is at step' in wrong_step.result.message
     steps = sum(1 for s in session['steps'] if s.task_id == last)
     unknown = client.send_goal(ExecuteSkill, 'robot/skills/pick', ExecuteSkill.Goal(
-        task_id=last, step=steps, action='(juggle robot plate kitchen)'))
+        task_id=last, attempt=attempt, step=steps, action='(juggle robot plate kitchen)'))
     assert unknown is not None and not unknown.result.success
     assert "unknown action 'juggle'" in unknown.result.message
     assert processes.wait_for_log('household_sim', "unknown action 'juggle'", 10.0)

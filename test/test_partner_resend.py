@@ -32,6 +32,7 @@ from cecm_ros.nodes.household_sim import DEFAULT_SKILLS  # noqa: E402
 
 NAMESPACE = 'resend_test_world'
 PARTNER = 'simulated_human'
+RUN = 70_000   # the task's TaskRequest.attempt
 
 
 class FakeWorld:
@@ -39,6 +40,7 @@ class FakeWorld:
 
     def __init__(self):
         self.goals: list[tuple[int, str, bool]] = []   # (step, action, taken)
+        self.attempts: list[int] = []                   # the run each goal names
         self.corrections: list[Correction] = []
         self.lock = threading.Condition()
         self.client = RosClient('resend_test_world', setup=self._serve)
@@ -65,6 +67,7 @@ class FakeWorld:
         with self.lock:
             taken = bool(self.goals)
             self.goals.append((goal.step, goal.action, taken))
+            self.attempts.append(goal.attempt)
             self.lock.notify_all()
         if taken:
             goal_handle.succeed()
@@ -117,7 +120,7 @@ def world(request, tmp_path):
 def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(world):
     fake, processes = world
     task = make_task('resend', ['(item-at plate study)'], robot='study', human='kitchen')
-    fake.tasks.publish(conv.task_msg(task))
+    fake.tasks.publish(conv.task_msg(task, attempt=RUN))
     assert processes.wait_for_log(PARTNER, 'task resend: planned', 60.0), processes.log(PARTNER)
 
     def announce(step: int) -> None:
@@ -136,6 +139,7 @@ def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(wo
     announce(1)                                  # the next step, after the repeat
     goals = fake.wait_goals(3)
     assert [g[0] for g in goals] == [0, 0, 1], goals
+    assert fake.attempts == [RUN] * 3   # each goal names the run of the task it is for
     assert 'sending it again' in processes.log(PARTNER)
     assert processes.alive(PARTNER)
 

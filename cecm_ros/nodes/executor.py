@@ -91,6 +91,7 @@ class Executor(CecmNode):
                      low=0.1, high=3600.0)
         self.goal_handle: ServerGoalHandle | None = None
         self.running = False   # a RunTask goal is accepted and not finished (under the lock)
+        self.listeners_short = False   # fewer than intent_subscribers listen on robot/intent
         self.states: dict[str, dict[int, TeamState]] = {}
         self.task_id = ''
         self.awaiting_step: int | None = None   # step whose correction window is open
@@ -246,7 +247,7 @@ class Executor(CecmNode):
         try:
             task = conv.task_from_msg(self.model, request)
             self.get_logger().info(f'task {task.task_id}: started')
-            result = self._run(goal_handle, task, request.partner_id)
+            result = self._run(goal_handle, task, request.partner_id, request.attempt)
             finish_goal(goal_handle.succeed if result.success else goal_handle.abort)
         except (conv.MessageError, TaskAbortedError) as error:
             result.message = str(error)
@@ -278,7 +279,7 @@ class Executor(CecmNode):
         return handle is not None and handle.is_cancel_requested
 
     # ---------------------------------------------------------------- the task
-    def _run(self, goal_handle, task, partner_id: str) -> RunTask.Result:
+    def _run(self, goal_handle, task, partner_id: str, attempt: int) -> RunTask.Result:
         model = self.model
         goal_state = model.state_from_atoms(task.goal)
         first = self._wait_state(task.task_id, 0)
@@ -287,8 +288,9 @@ class Executor(CecmNode):
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
         listeners = max(1, self.param('intent_subscribers'))
-        if not self.wait_until(lambda: self.intent_pub.get_subscription_count() >= listeners,
-                               self.window):
+        self.listeners_short = not self.wait_until(
+            lambda: self.intent_pub.get_subscription_count() >= listeners, self.window)
+        if self.listeners_short:
             heard = self.intent_pub.get_subscription_count()
             self.get_logger().warning(
                 f'task {task.task_id}: nobody listens on robot/intent; going ahead without '
@@ -315,7 +317,7 @@ class Executor(CecmNode):
                 self.get_logger().info(
                     f'step {step}: corrected by {correction.sender or "someone"}: '
                     f'{intended} -> {executed}')
-            skill = self._execute_skill(task.task_id, step, executed, announced)
+            skill = self._execute_skill(task.task_id, attempt, step, executed, announced)
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
             state = conv.state_from_team_state(model, after)
@@ -368,6 +370,7 @@ class Executor(CecmNode):
             self.correction = None
         intent = RobotIntent(header=_header(self.stamp()), task_id=task_id, step=step,
                              action=intended)
+        self._count_listeners(step)
         self.intent_pub.publish(intent)
         try:
             self.wait_until(lambda: self.correction is not None or self._cancel_requested(),
@@ -379,7 +382,24 @@ class Executor(CecmNode):
         self._check_cancel()
         return correction, intent
 
-    def _execute_skill(self, task_id: str, step: int, action: str, announced: RobotIntent):
+    def _count_listeners(self, step: int) -> None:
+        """Say when a listener on robot/intent goes away in mid-task (a panel that is the
+        only answerer restarting, say), and when they are all back: until then an intent
+        it would have answered passes as consent."""
+        expected = max(1, self.param('intent_subscribers'))
+        heard = self.intent_pub.get_subscription_count()
+        short = heard < expected
+        if short and not self.listeners_short:
+            self.get_logger().warning(
+                f'step {step}: {heard} of the {expected} expected subscribers listen on '
+                'robot/intent; an intent they do not answer passes as consent')
+        elif self.listeners_short and not short:
+            self.get_logger().info(f'step {step}: all {expected} expected subscribers listen '
+                                   'on robot/intent again')
+        self.listeners_short = short
+
+    def _execute_skill(self, task_id: str, attempt: int, step: int, action: str,
+                       announced: RobotIntent):
         """Run the robot's action; the world completes the step once the partner acts too.
         An intent is published once (volatile for the partner), so one that a partner
         restarted at that moment never heard is announced again while the step waits,
@@ -401,7 +421,7 @@ class Executor(CecmNode):
         name = self.skill_names.get(kind)
         if name is None:
             raise TaskAbortedError(f'step {step}: no robot skill server for {kind!r} ({action})')
-        goal = ExecuteSkill.Goal(task_id=task_id, step=step, action=action)
+        goal = ExecuteSkill.Goal(task_id=task_id, attempt=attempt, step=step, action=action)
         try:
             status, result = self.send_action_goal(
                 self.skill_clients[kind], name, goal, f'step {step}: {action}',

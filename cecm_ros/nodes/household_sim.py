@@ -4,9 +4,10 @@ The world is the core :class:`~cecm_ros.core.simulator.WorldSimulator` with the
 self-loop rule, run with the human's TRUE capabilities (parameter ``partner``).
 Both agents act through ExecuteSkill action servers, one per agent and skill kind
 (``robot/skills/pick``, ``human/skills/wait``, ...). A goal names the joint step it
-is for; the world waits until it holds one action from each agent for the current
-step, applies the joint step (human first, then robot), publishes ``team_state`` and
-then completes both goals. ``household_sim/reset_world`` starts a task (step 0).
+is for (task, run of the task and step); the world waits until it holds one action
+from each agent for the current step, applies the joint step (human first, then
+robot), publishes ``team_state`` and then completes both goals.
+``household_sim/reset_world`` starts a task (step 0).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class HouseholdSim(CecmNode):
                      f'{EXECUTOR_THREADS} executor threads', low=2, high=EXECUTOR_THREADS - 2)
         self.world: WorldSimulator | None = None
         self.task = None
+        self.attempt = 0             # TaskRequest.attempt of the task's current run
         self.generation = 0          # incremented by every reset; stale goals abort
         self.pending: dict[str, str] = {}
         self.outcomes: dict[int, tuple] = {}
@@ -124,7 +126,7 @@ class HouseholdSim(CecmNode):
         start = self.model.state_from_atoms(task.initial)
         with self.locked():
             self.generation += 1
-            self.task = task
+            self.task, self.attempt = task, request.task.attempt
             self.world = WorldSimulator(self.model, self.truth, start)
             self.pending.clear()
             self.outcomes.clear()
@@ -180,6 +182,11 @@ class HouseholdSim(CecmNode):
         if goal.task_id != self.task.task_id:
             return '', (f'goal is for task {goal.task_id!r} but the world runs task '
                         f'{self.task.task_id!r}')
+        if goal.attempt != self.attempt:
+            # Sent during an earlier (or later) run of this task: its step numbers
+            # belong to that run.
+            return '', (f'goal is for attempt {goal.attempt} of task {goal.task_id} but '
+                        f'the world runs attempt {self.attempt}')
         step = len(self.world.trajectory) - 1
         if goal.step != step:
             return '', (f'goal is for step {goal.step} but the world is at step {step} of '

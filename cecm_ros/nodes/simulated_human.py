@@ -251,8 +251,8 @@ class SimulatedHumanNode(CecmNode):
         if not client.server_is_ready():
             self.get_logger().warning(f'step {step}: human skill {kind!r} not discovered '
                                       'yet; sending anyway')
-        future = client.send_goal_async(ExecuteSkill.Goal(task_id=task_id, step=step,
-                                                          action=action))
+        future = client.send_goal_async(ExecuteSkill.Goal(
+            task_id=task_id, attempt=self.attempt, step=step, action=action))
         future.add_done_callback(lambda f: self._on_goal_response(f, sent, step))
 
     def _on_goal_response(self, future, sent: SentAction, step: int) -> None:
