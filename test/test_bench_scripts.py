@@ -15,6 +15,7 @@ from cecm_ros.core.planner import JointPlanner
 BENCH = Path(__file__).resolve().parents[1] / 'bench'
 sys.path.insert(0, str(BENCH))
 
+import declined_plans  # noqa: E402
 import twin_partners  # noqa: E402
 
 
@@ -81,3 +82,13 @@ def test_runs_of_twins_end_alike_until_a_task_tells_them_apart(planner):
             assert (a.theta, a.estimate) == (b.theta, b.estimate), (run, position)
             compared += 1
     assert compared, telling   # some task of these runs looks alike for both
+
+
+def test_the_default_plan_set_explains_a_partner_who_declines_a_capability(planner):
+    counts = declined_plans.count_explained(planner, 'high_capability', 0, 1, 2, 1.0,
+                                            [0.0, None])
+    assert counts['declined'] == 2   # forgo probability 1: a capability in every task
+    assert counts['explained'][1] == 2
+    # A set cut at the optimal cost holds the optimal plan alone (or its equals).
+    assert counts['mean_set_size'][0] <= counts['mean_set_size'][1]
+

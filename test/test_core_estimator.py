@@ -257,6 +257,26 @@ def test_diverse_sets_contain_only_permitted_cheap_diverse_plans(model, planner,
     assert (div <= single + 1e-12).all()  # a set never explains worse than its best plan
 
 
+def test_a_partner_who_declines_a_capability_is_explained_by_its_own_set(model, planner):
+    """CE-CM-Div's purpose: the default set of the partner's true capabilities holds what
+    it does when it declines one its optimal plan uses, however much dearer that is."""
+    generator = TaskGenerator(model, 11)
+    generator.next_task()
+    task = generator.next_task()
+    truth = model.catalog.resolve('high_capability')
+    optimal = planner.plan(task, truth)
+    evaluator = DiversePlanEvaluator(planner)
+    dearest = 1.0
+    for gate in sorted(optimal.human_capabilities_used):
+        willing = truth.copy()
+        willing[gate] = False
+        declined = planner.plan(task, willing)
+        dearest = max(dearest, declined.cost / optimal.cost)
+        assert evaluator.distances(task, truth[None, :], declined.trajectory)[0] == 0.0, \
+            model.catalog.names[gate]
+    assert dearest >= 1.5   # the case a cost bound near the optimum would lose
+
+
 def test_a_partner_that_forgoes_a_capability_is_seeded(model, planner, task, truth):
     always = SimulatedHuman(planner, truth, forgo_probability=1.0, seed=4)
     plan = always.begin_task(task)

@@ -26,7 +26,7 @@ from . import metrics
 from .domain import TidyUpModel
 from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
-from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
+from .hypotheses import PLAN_SET_DEFAULTS, DiversePlanEvaluator, SharedPlanEvaluator
 from .metrics import HeldoutPool
 from .partners import (
     RobotTeammate,
@@ -251,6 +251,8 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
                           for i, name in enumerate(model.catalog.names)}
         per_task.append(entry)
     settings_dict = asdict(settings)
+    if settings.method == 'cecm_div':
+        settings_dict['plan_sets'] = dict(PLAN_SET_DEFAULTS)
     return {
         'format': 'cecm_ros/experiment_summary/1',
         'settings': settings_dict,
