@@ -91,4 +91,3 @@ def test_the_default_plan_set_explains_a_partner_who_declines_a_capability(plann
     assert counts['explained'][1] == 2
     # A set cut at the optimal cost holds the optimal plan alone (or its equals).
     assert counts['mean_set_size'][0] <= counts['mean_set_size'][1]
-

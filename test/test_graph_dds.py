@@ -262,7 +262,9 @@ def test_outcome_with_an_unknown_proposition_leaves_the_belief_untouched(session
 def test_world_aborts_skill_goals_for_a_wrong_step_or_an_unknown_action(session):
     client, processes = session['client'], session['processes']
     last = session['summary']['tasks'][-1]['task_id'] if session['summary'] else ''
-    attempt = next(r.attempt for r in reversed(session['requests']) if r.task_id == last)
+    attempt = next((r.attempt for r in reversed(session['requests']) if r.task_id == last),
+                   None)
+    assert attempt is not None, f'no task request seen for {last!r}\n{_logs(session)}'
     wrong_step = client.send_goal(ExecuteSkill, 'robot/skills/move', ExecuteSkill.Goal(
         task_id=last, attempt=attempt, step=999, action='(move robot kitchen study)'))
     assert wrong_step is not None and not wrong_step.result.success

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
@@ -226,7 +227,8 @@ def _bounded_plans(samples: np.ndarray, known: _KnownPlans) -> np.ndarray:
 
 # CE-CM-Div's plan sets as the experiments, the nodes and the demo build them (the
 # paper's k and delta; no cost bound, no second declined capability).
-PLAN_SET_DEFAULTS = {'max_plans': 50, 'diversity': 0.35, 'cost_slack': None, 'depth': 1}
+PLAN_SET_DEFAULTS = MappingProxyType(
+    {'max_plans': 50, 'diversity': 0.35, 'cost_slack': None, 'depth': 1})
 
 
 class DiversePlanEvaluator(_PlanEvaluator):
