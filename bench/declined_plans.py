@@ -23,6 +23,7 @@ from cecm_ros.core.hypotheses import DiversePlanEvaluator
 from cecm_ros.core.partners import SimulatedHuman, partner_seed
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskSequence
+from cecm_ros.core.trajectory import min_jaccard_distance
 
 
 def slack_value(text: str) -> float | None:
@@ -52,10 +53,10 @@ def count_explained(planner: JointPlanner, partner: str, seed: int, runs: int, t
             human = SimulatedHuman(planner, truth, forgo, seed=partner_seed(base, task.task_id))
             observed = human.begin_task(task).trajectory
             for index, evaluator in enumerate(evaluators):
-                sizes[index] += len(evaluator.plan_sets(task, truth[None, :])[0])
+                (own,) = evaluator.trajectory_sets(task, truth[None, :])
+                sizes[index] += len(own)
                 if human.forgone is not None:
-                    distance = evaluator.distances(task, truth[None, :], observed)[0]
-                    explained[index] += distance < epsilon
+                    explained[index] += min_jaccard_distance(own, observed) < epsilon
             declined += human.forgone is not None
     return {'declined': declined, 'explained': explained.tolist(),
             'mean_set_size': (sizes / (runs * tasks)).tolist()}
