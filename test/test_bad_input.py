@@ -391,7 +391,7 @@ def session(graph):
         corrections.append(msg)
         if msg.sender == 'simulated_human':
             send(correction_pub, Correction(
-                header=msg.header, task_id=msg.task_id, step=msg.step,
+                header=msg.header, task_id=msg.task_id, attempt=msg.attempt, step=msg.step,
                 intended_action=msg.intended_action, corrected_action=msg.corrected_action,
                 sender='echo'))
 
@@ -801,28 +801,36 @@ def test_run_task_aborts_a_task_it_cannot_run_and_refuses_wrong_corrections(grap
     assert "no team_state for task never-reset step 0 within 5 s (is the world reset " \
            'for this task?)' in never_reset.result.message
     task_id = session['task_id']
-    bad = [('other-task', 'noop', '', "it is for task 'other-task'"),
-           (task_id, '(fly robot plate kitchen)', '', "unknown action 'fly'"),
-           (task_id, '(move human kitchen study)', '',
+    run = _attempt(g, session)
+    earlier = (run - 1) % 2**32 or 2**32 - 1   # an earlier run of the task (not 0)
+    bad = [('other-task', 0, 'noop', '', "it is for task 'other-task'"),
+           (task_id, earlier, 'noop', '',
+            f'it is for attempt {earlier} of task {task_id!r}, the robot runs attempt {run}'),
+           (task_id, run, '(fly robot plate kitchen)', '', "unknown action 'fly'"),
+           (task_id, 0, '(move human kitchen study)', '',
             'is an action of the human, not of the robot'),
-           (task_id, 'noop', 'NOT-ANNOUNCED', ', but the robot announced')]
+           (task_id, run, 'noop', 'NOT-ANNOUNCED', ', but the robot announced')]
     publisher = g.publisher(Correction, 'robot/correction', QOS_EVENTS, 1)
+    announced: list[RobotIntent] = []
 
     def on_intent(msg: RobotIntent) -> None:
         if msg.task_id == task_id and msg.step == 0:
+            announced.append(msg)
             other = next(a for a in ('(move robot kitchen study)', '(move robot study kitchen)')
                          if a != msg.action)
-            for target, corrected, intended, _ in bad:
+            for target, attempt, corrected, intended, _ in bad:
                 publisher.publish(Correction(
-                    task_id=target, step=0, corrected_action=corrected, sender='bad',
+                    task_id=target, attempt=attempt, step=0, corrected_action=corrected,
+                    sender='bad',
                     intended_action=other if intended == 'NOT-ANNOUNCED' else intended))
 
     stop = g.listen(RobotIntent, 'robot/intent', EVENTS, on_intent)
     stale = g.goal(RunTask, 'executor/run_task', RunTask.Goal(
-        task=_task_msg(g.model, task_id, attempt=_attempt(g, session))))
+        task=_task_msg(g.model, task_id, attempt=run)))
     stop()
     assert stale.status == 6, stale
     assert 'goal is for step 0 but the world is at step' in stale.result.message
+    assert announced and {m.attempt for m in announced} == {run}, announced
     for *_, reason in bad:
         assert reason in g.log('executor'), reason
     assert g.world_steps() == steps   # the world did not move
@@ -930,7 +938,7 @@ def test_the_partner_ignores_bad_or_repeated_task_requests(graph, session):
                           initial_propositions=sorted(task.initial),
                           goal_propositions=sorted(task.goal))
     again.publish(request)
-    _ask_partner(g, first.task_id, 0, '(move robot kitchen study)',
+    _ask_partner(g, first.task_id, request.attempt, 0, '(move robot kitchen study)',
                  'ignoring intent for step 0')
     assert g.count('simulated_human', 'planned') == session['planned']
     g.alive('simulated_human')
@@ -948,24 +956,33 @@ def _attempt(g, session) -> int:
     return next(r.attempt for r in requests if r.task_id == session['task_id'])
 
 
-def _ask_partner(g, task_id: str, step: int, action: str, answer: str) -> None:
+def _ask_partner(g, task_id: str, attempt: int, step: int, action: str, answer: str) -> None:
     count = g.count('simulated_human', answer)
     publisher = g.publisher(RobotIntent, 'robot/intent', QOS_EVENTS, 1)
-    publisher.publish(RobotIntent(task_id=task_id, step=step, action=action))
+    publisher.publish(RobotIntent(task_id=task_id, attempt=attempt, step=step, action=action))
     g.wait_log('simulated_human', answer, count + 1)
 
 
 def test_the_partner_refuses_intents_that_do_not_fit(graph, session):
     g = graph
     task_id = session['task_id']
+    run = _attempt(g, session)
     steps = len(_session_states(session)) - 1
-    _ask_partner(g, task_id, 999, '(move robot kitchen study)',
+    answers = g.count('simulated_human', 'corrected the robot')
+    _ask_partner(g, task_id, run, 999, '(move robot kitchen study)',
                  f'ignoring intent for step 999 of task {task_id}: the partner is at step '
                  f'{steps}')
-    _ask_partner(g, task_id, steps, '(move human kitchen study)',
+    _ask_partner(g, task_id, run, steps, '(move human kitchen study)',
                  'is an action of the human, not of the robot')
-    _ask_partner(g, 'unknown-task', 0, 'noop',
-                 "intent for task 'unknown-task' step 0 arrived before that task")
+    _ask_partner(g, 'unknown-task', 1, 0, 'noop',
+                 "intent for task 'unknown-task' attempt 1 step 0 is not for the run the "
+                 'partner is in')
+    # The partner's step of another run of its task: held, never answered or acted on.
+    earlier = (run - 1) % 2**32 or 2**32 - 1
+    _ask_partner(g, task_id, earlier, steps, '(move robot kitchen study)',
+                 f'intent for task {task_id!r} attempt {earlier} step {steps} is not for '
+                 f'the run the partner is in (current: {task_id!r} attempt {run})')
+    assert g.count('simulated_human', 'corrected the robot') == answers
     g.alive('simulated_human')
 
 

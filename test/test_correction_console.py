@@ -27,6 +27,7 @@ from cecm_ros.msg import (  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 
 TASK = 'console-task'
+RUN = 41   # TaskRequest.attempt of the run the intents belong to
 
 
 @pytest.fixture(scope='module')
@@ -88,7 +89,8 @@ def _type(console, line: str) -> None:
 
 
 def _announce(console, step: int, action: str) -> None:
-    console['intents'].publish(RobotIntent(task_id=TASK, step=step, action=action))
+    console['intents'].publish(RobotIntent(task_id=TASK, attempt=RUN, step=step,
+                                           action=action))
     assert _wait_output(console, f'[{TASK} step {step}] the robot intends {action}'), \
         _output(console)
 
@@ -104,7 +106,7 @@ def test_an_empty_line_agrees(console):
     _announce(console, 0, '(move robot kitchen study)')
     _type(console, '')
     answer = _answer_for(console, 0)
-    assert (answer.task_id, answer.sender) == (TASK, 'keyboard')
+    assert (answer.task_id, answer.attempt, answer.sender) == (TASK, RUN, 'keyboard')
     assert answer.corrected_action == answer.intended_action == '(move robot kitchen study)'
 
 
@@ -141,7 +143,7 @@ def test_a_finished_step_cannot_be_answered(console):
 
 def test_a_repeated_intent_is_shown_once_and_another_steps_result_leaves_it_open(console):
     _announce(console, 4, '(move robot kitchen study)')
-    console['intents'].publish(RobotIntent(task_id=TASK, step=4,
+    console['intents'].publish(RobotIntent(task_id=TASK, attempt=RUN, step=4,
                                            action='(move robot kitchen study)'))
     console['steps'].publish(StepResult(task_id=TASK, step=99, action='noop'))
     assert _wait_output(console, 'step 99: the robot did noop'), _output(console)
@@ -157,8 +159,8 @@ def test_an_intent_announced_again_after_its_answer_is_not_asked_again(console):
     _type(console, '')
     _answer_for(console, 5)
     assert _wait_output(console, 'step 5: agreed'), _output(console)
-    console['intents'].publish(RobotIntent(task_id=TASK, step=5, repeated=True,
-                                           action='(move robot kitchen study)'))
+    console['intents'].publish(RobotIntent(task_id=TASK, attempt=RUN, step=5,
+                                           repeated=True, action='(move robot kitchen study)'))
     _announce(console, 6, 'noop')   # after the repeat on the same topic: it was handled
     assert _output(console).count(f'[{TASK} step 5] the robot intends') == 1
     assert 'step 5 went unanswered' not in _output(console)
@@ -169,8 +171,8 @@ def test_an_intent_heard_only_as_a_repeat_is_shown_closed_and_not_asked(console)
     """A console started after the window of a step closed hears only the repeats."""
     console['steps'].publish(StepResult(task_id=TASK, step=6, action='noop'))
     assert _wait_output(console, 'step 6: the robot did noop'), _output(console)
-    repeat = RobotIntent(task_id=TASK, step=7, action='(move robot kitchen study)',
-                         repeated=True)
+    repeat = RobotIntent(task_id=TASK, attempt=RUN, step=7,
+                         action='(move robot kitchen study)', repeated=True)
     console['intents'].publish(repeat)
     assert _wait_output(console, f'[{TASK} step 7] the robot announced (move robot kitchen '
                                  'study); its correction window has closed'), _output(console)
@@ -183,10 +185,11 @@ def test_an_intent_heard_only_as_a_repeat_is_shown_closed_and_not_asked(console)
 
 
 def test_a_repeat_closes_the_open_step_and_a_task_run_again_asks_again(console):
-    intent = RobotIntent(task_id=TASK, step=9, action='(move robot kitchen study)')
+    intent = RobotIntent(task_id=TASK, attempt=RUN, step=9,
+                         action='(move robot kitchen study)')
     _announce(console, 9, intent.action)
-    console['intents'].publish(RobotIntent(task_id=TASK, step=9, action=intent.action,
-                                           repeated=True))
+    console['intents'].publish(RobotIntent(task_id=TASK, attempt=RUN, step=9,
+                                           action=intent.action, repeated=True))
     assert _wait_output(console, 'step 9 went unanswered: its correction window closed'), \
         _output(console)
     before = len(_output(console))
@@ -194,14 +197,17 @@ def test_a_repeat_closes_the_open_step_and_a_task_run_again_asks_again(console):
     assert _wait_output(console, 'nothing to answer: no intent is open', since=before), \
         _output(console)
     assert not any(c.step == 9 for c in console['corrections'])
-    # An interrupted task runs again from its start: the same step is a new question.
+    # An interrupted task runs again from its start (a new attempt): the same step is a
+    # new question, and its answer names the new run.
     before = len(_output(console))
+    intent.attempt = RUN + 1
     console['intents'].publish(intent)
     assert _wait_output(console, f'[{TASK} step 9] the robot intends {intent.action}',
                         since=before), _output(console)
     assert _output(console).count(f'[{TASK} step 9] the robot intends') == 2
     _type(console, '')
-    assert _answer_for(console, 9).corrected_action == intent.action
+    answer = _answer_for(console, 9)
+    assert (answer.attempt, answer.corrected_action) == (RUN + 1, intent.action)
 
 
 def test_a_partner_plan_with_an_unknown_action_is_ignored(console):

@@ -227,11 +227,20 @@ def test_correction_for_a_wrong_step_is_refused_with_a_warning(session):
     assert processes.alive('executor')
 
 
+def _last_attempt(session, task_id: str) -> int:
+    """The attempt of the latest run of ``task_id`` (from the task requests seen)."""
+    attempt = next((r.attempt for r in reversed(session['requests']) if r.task_id == task_id),
+                   None)
+    assert attempt is not None, f'no task request seen for {task_id!r}\n{_logs(session)}'
+    return attempt
+
+
 def test_intent_with_an_unknown_action_is_refused_with_a_warning(session):
     processes = session['processes']
     last = session['summary']['tasks'][-1]['task_id'] if session['summary'] else ''
+    attempt = _last_attempt(session, last)
     steps = sum(1 for s in session['steps'] if s.task_id == last)
-    session['intent_pub'].publish(RobotIntent(task_id=last, step=steps,
+    session['intent_pub'].publish(RobotIntent(task_id=last, attempt=attempt, step=steps,
                                               action='(fly robot plate kitchen)'))
     assert processes.wait_for_log('simulated_human', "unknown action 'fly'", 10.0), \
         processes.log('simulated_human')
@@ -262,9 +271,7 @@ def test_outcome_with_an_unknown_proposition_leaves_the_belief_untouched(session
 def test_world_aborts_skill_goals_for_a_wrong_step_or_an_unknown_action(session):
     client, processes = session['client'], session['processes']
     last = session['summary']['tasks'][-1]['task_id'] if session['summary'] else ''
-    attempt = next((r.attempt for r in reversed(session['requests']) if r.task_id == last),
-                   None)
-    assert attempt is not None, f'no task request seen for {last!r}\n{_logs(session)}'
+    attempt = _last_attempt(session, last)
     wrong_step = client.send_goal(ExecuteSkill, 'robot/skills/move', ExecuteSkill.Goal(
         task_id=last, attempt=attempt, step=999, action='(move robot kitchen study)'))
     assert wrong_step is not None and not wrong_step.result.success

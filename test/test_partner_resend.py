@@ -124,14 +124,15 @@ def test_an_action_the_world_never_took_is_sent_again_when_the_intent_repeats(wo
     assert processes.wait_for_log(PARTNER, 'task resend: planned', 60.0), processes.log(PARTNER)
 
     def announce(step: int) -> None:
-        fake.intents.publish(RobotIntent(task_id='resend', step=step, action=NOOP))
+        fake.intents.publish(RobotIntent(task_id='resend', attempt=RUN, step=step,
+                                         action=NOOP))
 
     announce(0)
     first = fake.wait_goals(1)
     assert first[0][0] == 0 and not first[0][2], first
     assert processes.wait_for_log(PARTNER, 'failed: the world restarted', 30.0), \
         processes.log(PARTNER)
-    fake.intents.publish(RobotIntent(task_id='resend', step=0, action=NOOP,
+    fake.intents.publish(RobotIntent(task_id='resend', attempt=RUN, step=0, action=NOOP,
                                      repeated=True))   # the executor's repeat: sent again
     goals = fake.wait_goals(2)
     assert goals[1] == (0, first[0][1], True), goals

@@ -242,8 +242,15 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
     assert session.observe('intent', intent) is False           # the step is over
     # The task manager runs an interrupted task again: a new attempt, new questions.
     session.observe('task', TaskRequest(task_id='t', attempt=1, goal_propositions=[]))
-    assert session.observe('intent', intent) is True
-    assert session.to_json()['open']['window_closed'] is False
+    # An intent of the earlier run (a robot that went on with it for a moment): not a
+    # question of this run.
+    assert session.observe('intent', RobotIntent(task_id='t', step=1, action='noop')) \
+        is False
+    assert session.to_json()['open'] is None
+    rerun = RobotIntent(task_id='t', attempt=1, step=0, action='noop')
+    assert session.observe('intent', rerun) is True
+    shown = session.to_json()['open']
+    assert (shown['attempt'], shown['window_closed']) == (1, False)
 
 
 @functools.cache
@@ -383,8 +390,8 @@ class Partner:
             self.answer(intent, expected, kind)
 
     def answer(self, intent: RobotIntent, expected: str, kind: str) -> None:
-        self.pub.publish(Correction(task_id=intent.task_id, step=intent.step,
-                                    intended_action=intent.action,
+        self.pub.publish(Correction(task_id=intent.task_id, attempt=intent.attempt,
+                                    step=intent.step, intended_action=intent.action,
                                     corrected_action=expected, sender='test_partner'))
         with self.cond:
             self.answered.append((intent.step, intent.action, kind))
@@ -767,7 +774,8 @@ def test_clicking_wait_makes_the_robot_wait(graph, page):
         assert result.step == intent.step
         correction = next(c for c in graph['seen']['corrections']
                           if c.sender == SENDER and c.step == intent.step)
-        assert correction.intended_action == intent.action
+        assert (correction.intended_action, correction.attempt) == \
+            (intent.action, intent.attempt) and intent.attempt != 0
         page.wait_for_function("() => document.getElementById('feedback').textContent"
                                ".startsWith('Accepted')", timeout=UI_MS)
 

@@ -165,8 +165,9 @@ class CorrectionConsole(Node):
             self.open_intent = None
             self._settle(intent)
         self.correction_pub.publish(Correction(
-            header=intent.header, task_id=intent.task_id, step=intent.step,
-            intended_action=intent.action, corrected_action=corrected, sender=self.sender))
+            header=intent.header, task_id=intent.task_id, attempt=intent.attempt,
+            step=intent.step, intended_action=intent.action, corrected_action=corrected,
+            sender=self.sender))
         verdict = 'agreed' if corrected == intent.action else f'corrected to {corrected}'
         self.say(f'  step {intent.step}: {verdict}')
 
@@ -185,7 +186,7 @@ class CorrectionConsole(Node):
 
 
 def _key(intent: RobotIntent) -> tuple:
-    return intent.task_id, intent.step, intent.action
+    return intent.task_id, intent.attempt, intent.step, intent.action
 
 
 def _console_reading_stdin() -> CorrectionConsole:

@@ -94,6 +94,7 @@ class Executor(CecmNode):
         self.listeners_short = False   # fewer than intent_subscribers listen on robot/intent
         self.states: dict[str, dict[int, TeamState]] = {}
         self.task_id = ''
+        self.attempt = 0   # TaskRequest.attempt of the running task
         self.awaiting_step: int | None = None   # step whose correction window is open
         self.correction: Correction | None = None
         self.intent = NOOP
@@ -174,12 +175,17 @@ class Executor(CecmNode):
         """Accept a correction (from anyone) for the step whose window is open."""
         answer = None
         with self.locked():
-            task_id, step = self.task_id, self.awaiting_step
+            task_id, attempt, step = self.task_id, self.attempt, self.awaiting_step
             problem = ''
             if not task_id:
                 problem = 'no task is running'
             elif msg.task_id != task_id:
                 problem = f'it is for task {msg.task_id!r}, the robot runs {task_id!r}'
+            elif msg.attempt and msg.attempt != attempt:
+                # An answer to an intent of an earlier run of this task (or one typed
+                # for a run not begun): its step numbers belong to that run.
+                problem = (f'it is for attempt {msg.attempt} of task {task_id!r}, the robot '
+                           f'runs attempt {attempt}')
             elif step is None or msg.step != step:
                 problem = (f'it is for step {msg.step}, but the open correction window is '
                            f'for step {step}' if step is not None else
@@ -202,12 +208,14 @@ class Executor(CecmNode):
                                    f'{self.correction.sender or "someone"}')
                     else:
                         self.correction = answer = Correction(
-                            header=msg.header, task_id=msg.task_id, step=msg.step,
+                            header=msg.header, task_id=msg.task_id, attempt=attempt,
+                            step=msg.step,
                             intended_action=self.intent, corrected_action=corrected,
                             sender=msg.sender)
         shown = answer or msg
         self.status_pub.publish(CorrectionStatus(
-            header=msg.header, task_id=msg.task_id, step=msg.step, sender=msg.sender,
+            header=msg.header, task_id=msg.task_id, attempt=shown.attempt, step=msg.step,
+            sender=msg.sender,
             intended_action=shown.intended_action, corrected_action=shown.corrected_action,
             accepted=answer is not None, reason=problem))
         if problem:
@@ -242,7 +250,7 @@ class Executor(CecmNode):
         request = goal_handle.request.task
         with self.locked():
             self.goal_handle = goal_handle
-            self.task_id = request.task_id
+            self.task_id, self.attempt = request.task_id, request.attempt
         result = RunTask.Result()
         try:
             task = conv.task_from_msg(self.model, request)
@@ -268,7 +276,7 @@ class Executor(CecmNode):
         finally:
             with self.locked():
                 self.goal_handle = None
-                self.task_id = ''
+                self.task_id, self.attempt = '', 0
                 self.awaiting_step = None
                 self.correction = None
                 self.running = False
@@ -308,7 +316,7 @@ class Executor(CecmNode):
                 return RunTask.Result(outcome=outcome, success=False, message=message)
             self._check_cancel()
             intended = plan.steps[index].robot if index < len(plan.steps) else NOOP
-            correction, announced = self._announce(task.task_id, step, intended)
+            correction, announced = self._announce(task.task_id, attempt, step, intended)
             corrected = correction is not None and correction.corrected_action != intended
             executed = correction.corrected_action if corrected else intended
             decisions += intended != NOOP or executed != NOOP
@@ -360,7 +368,7 @@ class Executor(CecmNode):
             f'{len(plan.actions_of("human"))})')
         return plan
 
-    def _announce(self, task_id: str, step: int, intended: str
+    def _announce(self, task_id: str, attempt: int, step: int, intended: str
                   ) -> tuple[Correction | None, RobotIntent]:
         """Publish the intent and wait for the partner's answer within the window; the
         answer (None for silence) and the intent as announced."""
@@ -368,8 +376,8 @@ class Executor(CecmNode):
             self.awaiting_step = step
             self.intent = intended
             self.correction = None
-        intent = RobotIntent(header=_header(self.stamp()), task_id=task_id, step=step,
-                             action=intended)
+        intent = RobotIntent(header=_header(self.stamp()), task_id=task_id, attempt=attempt,
+                             step=step, action=intended)
         self._count_listeners(step)
         self.intent_pub.publish(intent)
         try:
@@ -414,7 +422,7 @@ class Executor(CecmNode):
                 self.get_logger().info(f'step {step}: the world still waits for the partner; '
                                        'announcing the intent again')
                 self.intent_pub.publish(RobotIntent(
-                    header=announced.header, task_id=task_id, step=step,
+                    header=announced.header, task_id=task_id, attempt=attempt, step=step,
                     action=announced.action, repeated=True))
             return self._cancel_requested()
 

@@ -136,10 +136,9 @@ class SimulatedHumanNode(CecmNode):
         if self.task is not None and (msg.task_id, msg.attempt) == (self.task.task_id,
                                                                     self.attempt):
             return  # the latched request again
-        if self.task is not None and msg.task_id == self.task.task_id:
-            # The task runs again from its start: intents of the earlier run are stale.
-            for key in [k for k in self.early if k[0] == msg.task_id]:
-                del self.early[key]
+        # Intents held for another run of this task are stale once this run is asked for.
+        for key in [k for k in self.early if k[0] == msg.task_id and k[1] != msg.attempt]:
+            del self.early[key]
         try:
             task = conv.task_from_msg(self.model, msg)
         except conv.MessageError as error:
@@ -164,21 +163,27 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().info(
                 f'task {task.task_id}: planned {len(plan.steps)} joint steps '
                 f'(cost {plan.cost:g}, {len(plan.actions_of("human"))} human actions{forgone})')
-        for key in [k for k in self.early if k[0] == task.task_id]:
+        for key in [k for k in self.early if k[:2] == (task.task_id, msg.attempt)]:
             self._on_intent(self.early.pop(key))
 
     # ------------------------------------------------------------------ intents
     def _on_intent(self, msg: RobotIntent) -> None:
         if not self.active:
             return
-        if self.task is None or msg.task_id != self.task.task_id:
-            # The intent may have overtaken its task request: hold it briefly.
-            self.early[(msg.task_id, msg.step)] = msg
+        if self.task is None or (msg.task_id, msg.attempt) != (self.task.task_id,
+                                                               self.attempt):
+            # The intent may have overtaken its task request: hold it briefly. One of an
+            # earlier run of the task (a robot that went on with a run it was stopped in)
+            # is never answered: the world's step numbers belong to the current run.
+            self.early[(msg.task_id, msg.attempt, msg.step)] = msg
             while len(self.early) > EARLY_INTENTS_KEPT:
                 self.early.popitem(last=False)
+            current = (f'{self.task.task_id!r} attempt {self.attempt}' if self.task
+                       else 'none')
             self.get_logger().info(
-                f'intent for task {msg.task_id!r} step {msg.step} arrived before that '
-                f'task (current: {self.task.task_id if self.task else "none"}); held')
+                f'intent for task {msg.task_id!r} attempt {msg.attempt} step {msg.step} is '
+                f'not for the run the partner is in (current: {current}); held in case '
+                'that run is requested next')
             return
         step = self.human.step_index
         if msg.step == step - 1 and self._resend(msg.task_id, msg.step):
@@ -195,19 +200,20 @@ class SimulatedHumanNode(CecmNode):
                                       f'{msg.task_id}: {error}')
             return
         if self.answers and not msg.repeated:   # a repeat's window is closed
-            self._answer(msg.task_id, step, intended)
+            self._answer(msg.task_id, msg.attempt, step, intended)
         own = self.human.current_step.human
         self.human.advance()
         self._act(msg.task_id, step, own)
 
-    def _answer(self, task_id: str, step: int, intended: str) -> None:
+    def _answer(self, task_id: str, attempt: int, step: int, intended: str) -> None:
         if self.human.plan is None:   # no plan of its own: agree and wait
             correction = None
         else:
             correction = self.human.review_intent(intended)
         corrected = correction.corrected if correction else intended
         self.correction_pub.publish(Correction(
-            header=self._header(), task_id=task_id, step=step, intended_action=intended,
+            header=self._header(), task_id=task_id, attempt=attempt, step=step,
+            intended_action=intended,
             corrected_action=corrected, sender=self.get_name()))
         if correction:
             self.get_logger().info(f'step {step}: corrected the robot: {intended} -> '

@@ -652,7 +652,7 @@ class TaskManager(CecmNode):
         interruptions = 0
         while True:
             before = self._graph_mark()
-            self.runs = (self.runs + 1) % 2**32
+            self.runs = (self.runs + 1) % 2**32 or 1   # 0 names no run (Correction)
             try:
                 return self._run_task(index, count, task, self.runs, before)
             except StopRequestedError:

@@ -307,6 +307,7 @@ class OpenStep:
     """The step whose correction window is open (the latest intent without a result)."""
 
     task_id: str
+    attempt: int                         # the run of the task (RobotIntent.attempt)
     step: int
     intended: str
     received: float                      # time.monotonic() when the intent arrived
@@ -357,10 +358,15 @@ class SessionState:
             # partner, after the step's window closed: a repeat closes the step's window
             # here too (any answer stands), and a step that is over stays over. A panel
             # that hears only the repeat (it started late) shows the step closed.
+            if self.task is not None and msg.task_id == self.task.task_id and \
+                    msg.attempt != self.task.attempt:
+                # Of another run of this task: a robot that went on for a moment with a
+                # run it was stopped in. Its steps are not the current run's questions.
+                return False
             current = self.open
             known = current is not None and \
-                (current.task_id, current.step, current.intended) == \
-                (msg.task_id, msg.step, msg.action)
+                (current.task_id, current.attempt, current.step, current.intended) == \
+                (msg.task_id, msg.attempt, msg.step, msg.action)
             if (msg.task_id, msg.step) in self.closed:
                 return False
             if known:
@@ -368,7 +374,8 @@ class SessionState:
                     return False
                 current.window_closed = True
                 return True
-            self.open = OpenStep(msg.task_id, msg.step, msg.action, time.monotonic(),
+            self.open = OpenStep(msg.task_id, msg.attempt, msg.step, msg.action,
+                                 time.monotonic(),
                                  window_closed=msg.repeated)
             return True
         if key == 'step_result':
@@ -389,7 +396,8 @@ class SessionState:
         if key == 'correction_status':
             current = self.open
             if msg.accepted and current is not None and \
-                    (msg.task_id, msg.step) == (current.task_id, current.step):
+                    (msg.task_id, msg.attempt, msg.step) == \
+                    (current.task_id, current.attempt, current.step):
                 current.answer = {'sender': msg.sender,
                                   'corrected_action': msg.corrected_action,
                                   'agreed': msg.corrected_action == current.intended}
@@ -434,7 +442,8 @@ class SessionState:
             expects = None
             if plan is not None and current.step < len(plan.steps):
                 expects = plan.steps[current.step].robot_action
-            open_step = {'task_id': current.task_id, 'step': current.step,
+            open_step = {'task_id': current.task_id, 'attempt': current.attempt,
+                         'step': current.step,
                          'intended_action': current.intended, 'actions': actions,
                          'actions_problem': problem, 'remaining_s': remaining,
                          'answer': current.answer, 'partner_plan_expects': expects,

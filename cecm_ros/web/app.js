@@ -264,8 +264,9 @@
     const id = bridge.id('correction');
     const message = {
       op: 'publish', id, topic: state.layout.topics.correction,
-      msg: { task_id: taskId, step, intended_action: open && open.step === step ?
-        open.intended_action : '', corrected_action: action },
+      msg: { task_id: taskId, attempt: open ? open.attempt : 0, step,
+        intended_action: open && open.step === step ? open.intended_action : '',
+        corrected_action: action },
     };
     if (!bridge.send(message)) {
       feedback('Not sent: the panel is not connected.', 'error');
