@@ -49,7 +49,9 @@ class RosDomain:
 
         self.reservation = reserve_domain_id()
         self.domain_id = self.reservation.domain_id
-        self.env = graph_environment(self.domain_id)
+        self.home = tempfile.TemporaryDirectory(prefix='cecm_test_home_',
+                                                ignore_cleanup_errors=True)
+        self.env = graph_environment(self.domain_id, self.home.name)
         self._patch = pytest.MonkeyPatch()
         for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
             self._patch.setenv(key, self.env[key])
@@ -57,15 +59,17 @@ class RosDomain:
     def release(self) -> None:
         self._patch.undo()
         self.reservation.release()
+        self.home.cleanup()
 
 
-def graph_environment(domain_id: int) -> dict[str, str]:
+def graph_environment(domain_id: int, home: str) -> dict[str, str]:
     """The environment of a test's node processes: DDS on this machine in the given
-    domain, and a home of their own, so that the installed parameters' partner store and
-    session journals (~/.ros/cecm_ros) are fresh for every test graph and the user's own
-    are never touched."""
+    domain, and ``home`` (the caller's to remove), so that the installed parameters'
+    partner store and session journals (~/.ros/cecm_ros) are fresh for every test graph
+    and the user's own are never touched. Their temporary files go there too: a process
+    killed in a fault test cannot remove its own."""
     env = dict(os.environ)
-    env.update({'HOME': tempfile.mkdtemp(prefix='cecm_test_home_'),
+    env.update({'HOME': home, 'TMPDIR': home,
                 'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
                 'RMW_IMPLEMENTATION': env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
                 'RCUTILS_CONSOLE_OUTPUT_FORMAT': '[{severity}] [{name}]: {message}',

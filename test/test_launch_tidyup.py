@@ -6,7 +6,9 @@ launch_testing are not on PyPI, so in the .venv of this repository the module is
 skipped; test_graph_dds.py checks the same graph there without launch.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 import threading
 import unittest
@@ -45,6 +47,7 @@ DOMAIN_ID = str(DOMAIN.domain_id)
 # A home of this test's own: the installed parameters keep a partner store and session
 # journals in ~/.ros/cecm_ros, which must be fresh here and never the user's.
 HOME = tempfile.mkdtemp(prefix='cecm_launch_test_')
+atexit.register(shutil.rmtree, HOME, True)
 STORE = os.path.join(HOME, 'partners.sqlite')
 
 

@@ -338,7 +338,8 @@ def test_a_recorder_that_cannot_record_exits_naming_why(tmp_path, arguments, pro
     with reserve_domain_id() as reservation:
         done = subprocess.run(
             [str(executables / 'session_recorder'), '--ros-args', *arguments],
-            env=graph_environment(reservation.domain_id), capture_output=True, text=True,
+            env=graph_environment(reservation.domain_id, str(tmp_path)), capture_output=True,
+            text=True,
             timeout=60, stdin=subprocess.DEVNULL)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
