@@ -88,19 +88,27 @@ def session(tmp_path_factory):
     state['correction_pub'] = client.node.create_publisher(Correction, 'robot/correction',
                                                            EVENTS)
     # A second listener on robot/intent (the executor expects 2), lost after the first
-    # step: the executor must say so at a later intent (the loss is logged, not silent).
+    # step and back when the second task is requested: the executor must say both (the
+    # loss is logged, not silent).
     state['observer'] = client.node.create_subscription(RobotIntent, 'robot/intent',
                                                         lambda _msg: None, EVENTS)
 
     def drop_observer(_msg: StepResult) -> None:
         observer, state['observer'] = state['observer'], None
-        if observer is not None:
+        if observer is not None and not state.get('observer_dropped'):
+            state['observer_dropped'] = True
             client.node.destroy_subscription(observer)
+
+    def restore_observer(msg: TaskRequest) -> None:
+        if state.get('observer_dropped') and state['observer'] is None and \
+                len({r.task_id for r in state['requests']}) >= 2:
+            state['observer'] = client.node.create_subscription(
+                RobotIntent, 'robot/intent', lambda _msg: None, EVENTS)
     state['intent_pub'] = client.node.create_publisher(RobotIntent, 'robot/intent', EVENTS)
     client.collect(CapabilityBelief, 'capability_belief', LATCHED, state['beliefs'])
     client.collect(StepResult, 'robot/step_result', EVENTS, state['steps'],
                    lambda msg: (on_step(msg), drop_observer(msg)))
-    client.collect(TaskRequest, 'task/request', LATCHED, state['requests'])
+    client.collect(TaskRequest, 'task/request', LATCHED, state['requests'], restore_observer)
     summary_path = work / 'summary.json'
     try:
         for node in NODES:
@@ -174,6 +182,10 @@ def test_a_listener_on_intents_lost_in_mid_session_is_logged(session):
                      r'consent', log), log[-3000:]
     # Said once per loss, not at every intent after it.
     assert log.count('an intent they do not answer passes as consent') == 1
+    # And said when the listener is back (at a task's start or at an intent).
+    lost = log.index('an intent they do not answer passes as consent')
+    assert re.search(r'\[INFO\] \[executor\]: (step|task) \S+: all 2 expected subscribers '
+                     r'listen on robot/intent again', log[lost:]), log[lost:][-3000:]
 
 
 def test_belief_moves_toward_the_true_capabilities(session):

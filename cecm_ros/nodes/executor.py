@@ -296,8 +296,12 @@ class Executor(CecmNode):
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
         listeners = max(1, self.param('intent_subscribers'))
+        was_short = self.listeners_short
         self.listeners_short = not self.wait_until(
             lambda: self.intent_pub.get_subscription_count() >= listeners, self.window)
+        if was_short and not self.listeners_short:
+            self.get_logger().info(f'task {task.task_id}: all {listeners} expected '
+                                   'subscribers listen on robot/intent again')
         if self.listeners_short:
             heard = self.intent_pub.get_subscription_count()
             self.get_logger().warning(
