@@ -1,12 +1,16 @@
 """The evaluation metrics, on hand-made vectors and joint plans."""
 
+import threading
+import time
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from cecm_ros.core.domain import NOOP, TidyUpModel
 from cecm_ros.core.metrics import (
+    HeldoutPool,
     allocation,
     correction_ratio,
     hamming,
@@ -130,3 +134,38 @@ def test_infeasible_assigned_counts_forbidden_human_actions(model):
                             ('(move robot bedroom study)', NOOP))
     assert infeasible_assigned(model, robot_only, nothing) == 0
     assert infeasible_assigned(model, plan, nothing) == 6
+
+
+# ------------------------------------------------------------------- held-out pool
+class CountingEvaluator:
+    """A stand-in for the plan evaluator: a vector's "trajectory" on a task is its bits
+    (a flip of any bit changes it); every (task, vector) it is asked for is counted."""
+
+    def __init__(self):
+        self.asked = Counter()
+        self.lock = threading.Lock()
+
+    def plans(self, task, vectors):
+        time.sleep(0.002)   # long enough for a second thread to come in
+        with self.lock:
+            self.asked.update((task.task_id, v.tobytes()) for v in vectors)
+        return [SimpleNamespace(trajectory=tuple(int(b) for b in v)) for v in vectors]
+
+
+def test_a_pool_used_from_two_threads_plans_each_vector_once(model):
+    evaluator = CountingEvaluator()
+    pool = HeldoutPool(model, evaluator, seed=3, size=5)
+    truth = model.catalog.resolve('low_capability')
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(pool.identifiable(truth)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30.0)
+    assert len(results) == 2 and np.array_equal(results[0], results[1])
+    # Every live capability changes this stand-in's trajectory, the inert ones none.
+    assert np.array_equal(results[0], ~model.inert_mask)
+    assert evaluator.asked and set(evaluator.asked.values()) == {1}
+    live = int((~model.inert_mask).sum())
+    assert len(evaluator.asked) == len(pool.tasks) * (1 + live)

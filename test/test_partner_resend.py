@@ -112,8 +112,10 @@ def world(request, tmp_path):
         assert fake.change_state(Transition.TRANSITION_ACTIVATE), processes.log(PARTNER)
         yield fake, processes
     finally:
-        fake.close()
+        # The partner first: a goal it sends while this world is being destroyed would
+        # fail in the world's executor, and rclpy reports that much later.
         processes.close()
+        fake.close()
         domain.release()
 
 

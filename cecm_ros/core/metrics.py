@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 
@@ -55,7 +56,9 @@ class HeldoutPool:
     would get right on tasks it has not seen. ``identifiable``: the capabilities whose
     single flip in the true vector changes the plan of at least one pool task; the
     others cannot show in any plan here and no method should be blamed for them.
-    Plans come from ``evaluator`` (shared between vectors, cached per vector).
+    Plans come from ``evaluator`` (shared between vectors, cached per vector). Calls
+    from several threads take turns (a node plans the part that does not depend on the
+    belief ahead, in a thread of its own), so no vector is planned twice.
     """
 
     def __init__(self, model: TidyUpModel, evaluator, seed: int, size: int = 40,
@@ -70,22 +73,24 @@ class HeldoutPool:
         self.tasks = TaskGenerator(model, seed).tasks(size)
         self.interrupt = interrupt   # asked between pool tasks; True stops the work
         self._trajectories: dict[bytes, tuple] = {}
+        self._lock = threading.Lock()
 
     def trajectories(self, vectors: np.ndarray) -> list[tuple]:
         """Per vector, the trajectory of its plan on every pool task."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool)) | self.model.inert_mask
         keys = [v.tobytes() for v in vectors]
-        missing = {k: v for k, v in zip(keys, vectors) if k not in self._trajectories}
-        if missing:
-            batch = np.array(list(missing.values()))
-            per_task = []
-            for task in self.tasks:
-                if self.interrupt is not None and self.interrupt():
-                    raise InterruptedWorkError('the held-out metrics were interrupted')
-                per_task.append([p.trajectory for p in self.evaluator.plans(task, batch)])
-            for column, key in enumerate(missing):
-                self._trajectories[key] = tuple(row[column] for row in per_task)
-        return [self._trajectories[k] for k in keys]
+        with self._lock:
+            missing = {k: v for k, v in zip(keys, vectors) if k not in self._trajectories}
+            if missing:
+                batch = np.array(list(missing.values()))
+                per_task = []
+                for task in self.tasks:
+                    if self.interrupt is not None and self.interrupt():
+                        raise InterruptedWorkError('the held-out metrics were interrupted')
+                    per_task.append([p.trajectory for p in self.evaluator.plans(task, batch)])
+                for column, key in enumerate(missing):
+                    self._trajectories[key] = tuple(row[column] for row in per_task)
+            return [self._trajectories[k] for k in keys]
 
     def agreement(self, estimates: np.ndarray, truth: np.ndarray) -> np.ndarray:
         """Per estimate, the fraction of pool tasks planned exactly as under ``truth``."""

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -502,6 +503,7 @@ class TaskManager(CecmNode):
             else:
                 self.get_logger().info(f'session {self.session_id!r}: {len(tasks)} tasks')
             estimator = self._estimator_settings()
+            self._warm_heldout_pool()
             self._report_prior(journal, len(tasks))
             for index in range(len(tasks)):
                 label = f'[task {index + 1}/{len(tasks)}]'
@@ -855,6 +857,35 @@ class TaskManager(CecmNode):
                                     heldout_seed(self.param('seed')), size,
                                     interrupt=lambda: self.stopping.is_set() or not self.active)
         return self.pool
+
+    def _warm_heldout_pool(self) -> None:
+        """Plan the held-out pool under the true vector and each of its single flips (the
+        part of the metrics that does not depend on the belief, some 700 plans) while the
+        first task runs, which mostly waits for answers, instead of after it."""
+        pool = self._heldout_pool()
+        if pool is None:
+            return
+
+        def warm() -> None:
+            started = time.perf_counter()
+            try:
+                identifiable = pool.identifiable(self.truth)
+            except InterruptedWorkError:
+                return
+            except Exception as error:  # noqa: BLE001 - the first task's metrics try again
+                if self.active and not self.stopping.is_set():
+                    self.get_logger().warning(f'planning the held-out pool ahead failed '
+                                              f'({error}); the metrics plan it when needed')
+                return
+            self.get_logger().info(
+                f'held-out pool: {len(pool.tasks)} tasks (seed {pool.seed}) planned under the '
+                f'true capabilities and their single flips in '
+                f'{time.perf_counter() - started:.1f} s; {int(identifiable.sum())} '
+                'capabilities identifiable')
+
+        self.get_logger().info(f'held-out pool: planning {len(pool.tasks)} tasks under the '
+                               'true capabilities, beside the first task')
+        threading.Thread(target=warm, name='heldout_pool', daemon=True).start()
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
