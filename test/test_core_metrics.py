@@ -156,6 +156,8 @@ def test_a_pool_used_from_two_threads_plans_each_vector_once(model):
     evaluator = CountingEvaluator()
     pool = HeldoutPool(model, evaluator, seed=3, size=5)
     truth = model.catalog.resolve('low_capability')
+    assert pool.identifiable(truth, plan=False) is None   # nothing planned: no waiting
+    assert not evaluator.asked
     results = []
     threads = [threading.Thread(target=lambda: results.append(pool.identifiable(truth)))
                for _ in range(2)]
@@ -169,3 +171,4 @@ def test_a_pool_used_from_two_threads_plans_each_vector_once(model):
     assert evaluator.asked and set(evaluator.asked.values()) == {1}
     live = int((~model.inert_mask).sum())
     assert len(evaluator.asked) == len(pool.tasks) * (1 + live)
+    assert np.array_equal(pool.identifiable(truth, plan=False), results[0])

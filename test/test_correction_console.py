@@ -23,6 +23,7 @@ from cecm_ros.msg import (  # noqa: E402
     JointStep,
     RobotIntent,
     StepResult,
+    TaskRequest,
 )
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 
@@ -222,6 +223,33 @@ def test_a_partner_plan_with_an_unknown_action_is_ignored(console):
     finally:
         console['client'].node.destroy_publisher(plans)
     assert console['process'].poll() is None
+
+
+def test_an_intent_of_an_earlier_run_of_the_requested_task_is_not_asked(console):
+    """A robot stopped in mid-task may go on for a moment with the run before the one
+    requested: its steps are not this run's questions."""
+    task = 'console-rerun'
+    requests = console['client'].node.create_publisher(TaskRequest, 'task/request',
+                                                       QOS_LATCHED)
+    try:
+        requests.publish(TaskRequest(task_id=task, attempt=RUN + 1))
+        assert _wait_output(console, f'[{task}] task requested (run {RUN + 1})'), \
+            _output(console)
+        console['intents'].publish(RobotIntent(task_id=task, attempt=RUN, step=3,
+                                               action='(move robot kitchen study)'))
+        console['intents'].publish(RobotIntent(task_id=task, attempt=RUN + 1, step=0,
+                                               action='noop'))
+        assert _wait_output(console, f'[{task} step 0] the robot intends noop'), \
+            _output(console)
+        assert f'[{task} step 3]' not in _output(console)
+        _type(console, '')
+        corrections = console['corrections']
+        assert console['client'].wait_for(
+            lambda: any(c.task_id == task for c in corrections), 15.0), _output(console)
+        answers = [(c.attempt, c.step) for c in corrections if c.task_id == task]
+        assert answers == [(RUN + 1, 0)], answers
+    finally:
+        console['client'].node.destroy_publisher(requests)
 
 
 def test_an_unreadable_household_file_stops_the_console_with_the_reason(console):

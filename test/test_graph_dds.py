@@ -94,13 +94,12 @@ def session(tmp_path_factory):
                                                         lambda _msg: None, EVENTS)
 
     def drop_observer(_msg: StepResult) -> None:
-        observer, state['observer'] = state['observer'], None
-        if observer is not None and not state.get('observer_dropped'):
+        if not state.get('observer_dropped'):
             state['observer_dropped'] = True
-            client.node.destroy_subscription(observer)
+            client.node.destroy_subscription(state.pop('observer'))
 
     def restore_observer(msg: TaskRequest) -> None:
-        if state.get('observer_dropped') and state['observer'] is None and \
+        if state.get('observer_dropped') and 'observer' not in state and \
                 len({r.task_id for r in state['requests']}) >= 2:
             state['observer'] = client.node.create_subscription(
                 RobotIntent, 'robot/intent', lambda _msg: None, EVENTS)

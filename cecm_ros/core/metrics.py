@@ -99,12 +99,20 @@ class HeldoutPool:
         return np.array([np.mean([a == b for a, b in zip(mine, reference)])
                          for mine in self.trajectories(estimates)])
 
-    def identifiable(self, truth: np.ndarray) -> np.ndarray:
-        """Capabilities whose single flip in ``truth`` changes a pool task's plan."""
+    def planned(self, vectors: np.ndarray) -> bool:
+        """Whether every vector's plans are there already (it waits for nothing)."""
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool)) | self.model.inert_mask
+        return all(v.tobytes() in self._trajectories for v in vectors)
+
+    def identifiable(self, truth: np.ndarray, plan: bool = True) -> np.ndarray | None:
+        """Capabilities whose single flip in ``truth`` changes a pool task's plan; with
+        ``plan`` False None, unless every plan that takes is there already."""
         truth = np.asarray(truth, dtype=bool)
         live = np.flatnonzero(~self.model.inert_mask)
         flipped = np.repeat(truth[None, :], len(live), axis=0)
         flipped[np.arange(len(live)), live] ^= True
+        if not plan and not self.planned(np.vstack([truth[None, :], flipped])):
+            return None
         reference = self.trajectories(truth[None, :])[0]
         mask = np.zeros(len(truth), dtype=bool)
         for index, mine in zip(live, self.trajectories(flipped)):

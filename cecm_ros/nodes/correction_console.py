@@ -28,7 +28,7 @@ from rclpy.task import Future
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.planner import JointPlan as CorePlan
-from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult
+from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run_node
 
@@ -54,6 +54,7 @@ class CorrectionConsole(Node):
         # window closed; such a repeat is shown once and asks nothing.
         self.settled: OrderedDict[tuple, None] = OrderedDict()
         self.partner_plan: tuple[str, CorePlan] | None = None
+        self.run: tuple[str, int] | None = None   # (task_id, attempt) last requested
         self.finished = Future()   # run_node spins until it is done
         self.exit_code = 0
         self.correction_pub = self.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
@@ -61,6 +62,7 @@ class CorrectionConsole(Node):
         self.create_subscription(StepResult, 'robot/step_result', self._on_step, QOS_EVENTS)
         self.create_subscription(JointPlan, 'human/joint_plan', self._on_partner_plan,
                                  QOS_LATCHED)
+        self.create_subscription(TaskRequest, 'task/request', self._on_task, QOS_LATCHED)
 
     # run_node's process-exit hooks: the input thread is a daemon, nothing to release.
     def request_stop(self) -> None:
@@ -76,6 +78,16 @@ class CorrectionConsole(Node):
             sys.stdout.flush()
 
     # ------------------------------------------------------------------ topics
+    def _on_task(self, msg: TaskRequest) -> None:
+        """The run the robot's intents should belong to: a robot that was stopped may go
+        on for a moment with the run before, whose steps are not asked here."""
+        with self._lock:
+            if self.run == (msg.task_id, msg.attempt):
+                return   # the latched request again
+            self.run = (msg.task_id, msg.attempt)
+        self.say(f'[{msg.task_id}] task requested (run {msg.attempt}): '
+                 f'{len(msg.goal_propositions)} goal propositions')
+
     def _on_partner_plan(self, msg: JointPlan) -> None:
         try:
             plan = conv.plan_from_msg(self.model, msg)
@@ -90,6 +102,12 @@ class CorrectionConsole(Node):
         again); a repeat says the step's window has closed: it asks nothing, and closes
         the step if it is the one open."""
         with self._lock:
+            run = self.run
+            if run is not None and run[0] == msg.task_id and run[1] != msg.attempt:
+                self.get_logger().info(
+                    f'ignoring intent for step {msg.step} of task {msg.task_id}: it is for '
+                    f'attempt {msg.attempt}, the task runs attempt {run[1]}')
+                return
             unanswered = self.open_intent
             same = unanswered is not None and _key(unanswered) == _key(msg)
             if msg.repeated:

@@ -210,6 +210,7 @@ class TaskManager(CecmNode):
         self.task_choice = self.param('task_choice')
         self.candidates = self.param('task_candidates')
         self.pool = None   # the held-out pool, built on first use (it plans)
+        self.pool_warming = None   # the thread that plans its belief-free part ahead
         self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
                                               callback_group=self.group)
         self.progress_client = self.create_client(SessionProgress,
@@ -853,9 +854,12 @@ class TaskManager(CecmNode):
             return None
         if self.pool is None:
             self.planner = JointPlanner(self.model, workers=2)
-            self.pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
-                                    heldout_seed(self.param('seed')), size,
-                                    interrupt=lambda: self.stopping.is_set() or not self.active)
+            pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
+                               heldout_seed(self.param('seed')), size)
+            # Stops at a deactivation, and for good once a new configuration replaced it.
+            pool.interrupt = lambda: (self.stopping.is_set() or not self.active
+                                      or self.pool is not pool)
+            self.pool = pool
         return self.pool
 
     def _warm_heldout_pool(self) -> None:
@@ -863,7 +867,9 @@ class TaskManager(CecmNode):
         part of the metrics that does not depend on the belief, some 700 plans) while the
         first task runs, which mostly waits for answers, instead of after it."""
         pool = self._heldout_pool()
-        if pool is None:
+        warming = self.pool_warming
+        if pool is None or (warming is not None and warming.is_alive()) or \
+                pool.identifiable(self.truth, plan=False) is not None:
             return
 
         def warm() -> None:
@@ -877,15 +883,17 @@ class TaskManager(CecmNode):
                     self.get_logger().warning(f'planning the held-out pool ahead failed '
                                               f'({error}); the metrics plan it when needed')
                 return
-            self.get_logger().info(
-                f'held-out pool: {len(pool.tasks)} tasks (seed {pool.seed}) planned under the '
-                f'true capabilities and their single flips in '
-                f'{time.perf_counter() - started:.1f} s; {int(identifiable.sum())} '
-                'capabilities identifiable')
+            if self.active and not self.stopping.is_set():
+                self.get_logger().info(
+                    f'held-out pool: {len(pool.tasks)} tasks (seed {pool.seed}) planned under '
+                    f'the true capabilities and their single flips in '
+                    f'{time.perf_counter() - started:.1f} s; {int(identifiable.sum())} '
+                    'capabilities identifiable')
 
         self.get_logger().info(f'held-out pool: planning {len(pool.tasks)} tasks under the '
                                'true capabilities, beside the first task')
-        threading.Thread(target=warm, name='heldout_pool', daemon=True).start()
+        self.pool_warming = threading.Thread(target=warm, name='heldout_pool', daemon=True)
+        self.pool_warming.start()
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
@@ -957,10 +965,13 @@ class TaskManager(CecmNode):
                 'confounded_with': {name: others for name, others in
                                     zip(belief.capability_names, belief.confounded_with)
                                     if others}}
-        if self.pool is not None:
+        # Only what is planned: a session that ended before the pool was (a stop, an
+        # error in task 1) neither waits for it nor plans it now.
+        identifiable = self.pool.identifiable(self.truth, plan=False) \
+            if self.pool is not None else None
+        if identifiable is not None:
             extra['identifiable_capabilities'] = [
-                self.model.catalog.names[i]
-                for i in np.flatnonzero(self.pool.identifiable(self.truth))]
+                self.model.catalog.names[i] for i in np.flatnonzero(identifiable)]
             extra['heldout_seed'] = self.pool.seed
         if error:
             extra['error'] = error
