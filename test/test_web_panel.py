@@ -249,6 +249,9 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
     assert session.to_json()['open'] is None
     rerun = RobotIntent(task_id='t', attempt=1, step=0, action='noop')
     assert session.observe('intent', rerun) is True
+    # Nor does an intent of another task take the open step's place.
+    assert session.observe('intent', RobotIntent(task_id='earlier', step=5, action='noop')) \
+        is False
     shown = session.to_json()['open']
     assert (shown['attempt'], shown['window_closed']) == (1, False)
 

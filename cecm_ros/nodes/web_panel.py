@@ -358,10 +358,11 @@ class SessionState:
             # partner, after the step's window closed: a repeat closes the step's window
             # here too (any answer stands), and a step that is over stays over. A panel
             # that hears only the repeat (it started late) shows the step closed.
-            if self.task is not None and msg.task_id == self.task.task_id and \
-                    msg.attempt != self.task.attempt:
-                # Of another run of this task: a robot that went on for a moment with a
-                # run it was stopped in. Its steps are not the current run's questions.
+            if self.task is not None and \
+                    (msg.task_id, msg.attempt) != (self.task.task_id, self.task.attempt):
+                # Of another run: a robot that went on for a moment with a run it was
+                # stopped in. Its steps are not the current run's questions (and one of
+                # a run not yet requested would be dropped by its request anyway).
                 return False
             current = self.open
             known = current is not None and \
