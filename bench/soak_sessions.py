@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -101,6 +102,14 @@ def main() -> int:
     parser.add_argument('--out', help='write the JSON report here too')
     args = parser.parse_args()
     work = Path(args.work).resolve()
+    # A partner store or journal left by an earlier run would be continued (its tasks
+    # would count twice and the belief would not be the undisturbed one): start fresh.
+    earlier = [work / 'logs', *(work / f'soak{k}' for k in range(args.sessions))]
+    earlier = [path for path in earlier if path.exists()]
+    for path in earlier:
+        shutil.rmtree(path)
+    if earlier:
+        print(f'[soak] removed the files of an earlier run in {work}', flush=True)
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     started = time.monotonic()
