@@ -110,7 +110,7 @@ class CapabilityEstimator(CecmNode):
         self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
                      low=1, high=64)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
-                     low=0.1, high=3600.0)
+                     low=0.001, high=3600.0)
         self.planner: JointPlanner | None = None
         self.store: PartnerStore | None = None
         self.estimator = None

@@ -25,7 +25,7 @@ class JointPlannerNode(CecmNode):
         super().__init__('joint_planner', **kwargs)
         self.declare_model_parameters()
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
-                     low=0.1, high=3600.0)
+                     low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes (parallel requests)',
                      low=1, high=64)
         self.planner: JointPlanner | None = None

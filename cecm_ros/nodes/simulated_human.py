@@ -80,7 +80,7 @@ class SimulatedHumanNode(CecmNode):
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
-                     low=0.1, high=3600.0)
+                     low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
         self.planner: JointPlanner | None = None
         self.human: CoreHuman | None = None
