@@ -104,18 +104,20 @@ def main() -> int:
     work = Path(args.work).resolve()
     # A partner store or journal left by an earlier run would be continued (its tasks
     # would count twice and the belief would not be the undisturbed one): start fresh.
-    earlier = [work / 'logs', *(work / f'soak{k}' for k in range(args.sessions))]
+    earlier = [work / 'logs', work / 'tmp', *(work / f'soak{k}' for k in range(args.sessions))]
     earlier = [path for path in earlier if path.exists()]
     for path in earlier:
         shutil.rmtree(path)
     if earlier:
         print(f'[soak] removed the files of an earlier run in {work}', flush=True)
     work.mkdir(parents=True, exist_ok=True)
+    # The temporary files of a killed process stay behind: here, not in the system's.
+    (work / 'tmp').mkdir()
     rng = random.Random(args.seed)
     started = time.monotonic()
     kills: list[dict] = []
     with reserve_domain_id() as domain:
-        env = dict(os.environ, ROS_DOMAIN_ID=str(domain.domain_id),
+        env = dict(os.environ, ROS_DOMAIN_ID=str(domain.domain_id), TMPDIR=str(work / 'tmp'),
                    ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', PYTHONUNBUFFERED='1',
                    RCUTILS_CONSOLE_OUTPUT_FORMAT='[{severity}] [{name}]: {message}')
         graph = ProcessGraph(env, work / 'logs', respawn=True,
