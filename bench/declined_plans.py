@@ -18,6 +18,7 @@ import argparse
 import numpy as np
 
 from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.experiment import run_seed
 from cecm_ros.core.hypotheses import DiversePlanEvaluator
 from cecm_ros.core.partners import SimulatedHuman, partner_seed
@@ -36,8 +37,8 @@ def slack_value(text: str) -> float | None:
 
 
 def count_explained(planner: JointPlanner, partner: str, seed: int, runs: int, tasks: int,
-                    forgo: float, slacks: list[float | None], epsilon: float = 0.24
-                    ) -> dict:
+                    forgo: float, slacks: list[float | None],
+                    epsilon: float = EstimatorSettings().epsilon) -> dict:
     """Per slack: tasks explained among those with a declined capability, and the mean
     size of the true capabilities' set over all tasks."""
     truth = planner.model.catalog.resolve(partner)

@@ -296,18 +296,9 @@ class Executor(CecmNode):
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
         listeners = max(1, self.param('intent_subscribers'))
-        was_short = self.listeners_short
-        self.listeners_short = not self.wait_until(
-            lambda: self.intent_pub.get_subscription_count() >= listeners, self.window)
-        if was_short and not self.listeners_short:
-            self.get_logger().info(f'task {task.task_id}: all {listeners} expected '
-                                   'subscribers listen on robot/intent again')
-        if self.listeners_short:
-            heard = self.intent_pub.get_subscription_count()
-            self.get_logger().warning(
-                f'task {task.task_id}: nobody listens on robot/intent; going ahead without '
-                'corrections' if not heard else f'task {task.task_id}: {heard} of the '
-                f'{listeners} expected subscribers listen on robot/intent; going ahead')
+        self.wait_until(lambda: self.intent_pub.get_subscription_count() >= listeners,
+                        self.window)
+        self._count_listeners(f'task {task.task_id}')
         index = corrections = decisions = 0
         step = 0
         trajectory = [first]
@@ -382,7 +373,7 @@ class Executor(CecmNode):
             self.correction = None
         intent = RobotIntent(header=_header(self.stamp()), task_id=task_id, attempt=attempt,
                              step=step, action=intended)
-        self._count_listeners(step)
+        self._count_listeners(f'step {step}')
         self.intent_pub.publish(intent)
         try:
             self.wait_until(lambda: self.correction is not None or self._cancel_requested(),
@@ -394,20 +385,21 @@ class Executor(CecmNode):
         self._check_cancel()
         return correction, intent
 
-    def _count_listeners(self, step: int) -> None:
-        """Say when a listener on robot/intent goes away in mid-task (a panel that is the
-        only answerer restarting, say), and when they are all back: until then an intent
-        it would have answered passes as consent."""
+    def _count_listeners(self, where: str) -> None:
+        """Say when fewer than intent_subscribers listen on robot/intent, at a task's start
+        or in mid-task (a panel that is the only answerer restarting, say), once per loss,
+        and when they are all back: until then an intent it would have answered passes
+        as consent."""
         expected = max(1, self.param('intent_subscribers'))
         heard = self.intent_pub.get_subscription_count()
         short = heard < expected
         if short and not self.listeners_short:
             self.get_logger().warning(
-                f'step {step}: {heard} of the {expected} expected subscribers listen on '
+                f'{where}: {heard} of the {expected} expected subscribers listen on '
                 'robot/intent; an intent they do not answer passes as consent')
         elif self.listeners_short and not short:
-            self.get_logger().info(f'step {step}: all {expected} expected subscribers listen '
-                                   'on robot/intent again')
+            self.get_logger().info(f'{where}: all {expected} expected subscribers listen on '
+                                   'robot/intent again')
         self.listeners_short = short
 
     def _execute_skill(self, task_id: str, attempt: int, step: int, action: str,
