@@ -256,6 +256,34 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
     assert (shown['attempt'], shown['window_closed']) == (1, False)
 
 
+def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
+    """DDS does not order two topics: a new run's first intent may beat its TaskRequest."""
+    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=10.0)
+    session.observe('task', TaskRequest(task_id='t1', attempt=1, goal_propositions=[]))
+    early = RobotIntent(task_id='t2', attempt=4, step=0, action='noop')
+    assert session.observe('intent', early) is False
+    assert session.to_json()['open'] is None           # not a question of task t1
+    # A run of t1 that was over before this one, and a later run of t1: only the
+    # later one is kept.
+    session.observe('intent', RobotIntent(task_id='t1', attempt=0, step=2, action='noop'))
+    session.observe('intent', RobotIntent(task_id='t1', attempt=2, step=0, action='noop'))
+    assert set(session.held) == {('t2', 4), ('t1', 2)}
+    time.sleep(0.05)
+    assert session.observe('task', TaskRequest(task_id='t2', attempt=4,
+                                               goal_propositions=[])) is True
+    shown = session.to_json()['open']
+    assert (shown['task_id'], shown['attempt'], shown['step']) == ('t2', 4, 0)
+    # Its window runs from when the intent arrived, not from the request.
+    assert shown['remaining_s'] < 10.0 - 0.04
+    assert ('t2', 4) not in session.held
+    # A run interrupted before its request arrived: the next run's request drops it.
+    session.observe('intent', RobotIntent(task_id='t2', attempt=5, step=0, action='noop'))
+    assert ('t2', 5) in session.held
+    session.observe('task', TaskRequest(task_id='t2', attempt=6, goal_propositions=[]))
+    assert session.to_json()['open'] is None
+    assert all(task_id != 't2' for task_id, _ in session.held)
+
+
 @functools.cache
 def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     """(step, executed robot action, corrected, kind of the partner's answer) of every

@@ -328,6 +328,9 @@ class SessionState:
     closed: set = field(default_factory=set)
     plan_offsets: dict[str, int] = field(default_factory=dict)
     partner_plans: dict[str, JointPlan] = field(default_factory=dict)
+    # The latest intent of each run not (yet) requested, with the time it arrived: the
+    # executor may announce a new run's first step before its TaskRequest reaches us.
+    held: dict[tuple[str, int], tuple[Any, float]] = field(default_factory=dict)
     _choices: dict = field(default_factory=dict)
 
     @property
@@ -345,6 +348,12 @@ class SessionState:
             if changed:
                 self.closed.clear()
                 self.open = None
+                # Other runs of this task are over; its own early intent is its question.
+                early = self.held.pop((msg.task_id, msg.attempt), None)
+                self.held = {key: value for key, value in self.held.items()
+                             if key[0] != msg.task_id}
+                if early is not None:
+                    self._observe_intent(*early)
             return True
         if key == 'team_state':
             if msg.step == 0:
@@ -354,31 +363,7 @@ class SessionState:
                 self.states.pop(next(iter(self.states)))
             return True
         if key == 'intent':
-            # The executor announces an intent again while the world waits for the
-            # partner, after the step's window closed: a repeat closes the step's window
-            # here too (any answer stands), and a step that is over stays over. A panel
-            # that hears only the repeat (it started late) shows the step closed.
-            if self.task is not None and \
-                    (msg.task_id, msg.attempt) != (self.task.task_id, self.task.attempt):
-                # Of another run: a robot that went on for a moment with a run it was
-                # stopped in. Its steps are not the current run's questions (and one of
-                # a run not yet requested would be dropped by its request anyway).
-                return False
-            current = self.open
-            known = current is not None and \
-                (current.task_id, current.attempt, current.step, current.intended) == \
-                (msg.task_id, msg.attempt, msg.step, msg.action)
-            if (msg.task_id, msg.step) in self.closed:
-                return False
-            if known:
-                if not msg.repeated or current.window_closed:
-                    return False
-                current.window_closed = True
-                return True
-            self.open = OpenStep(msg.task_id, msg.attempt, msg.step, msg.action,
-                                 time.monotonic(),
-                                 window_closed=msg.repeated)
-            return True
+            return self._observe_intent(msg, time.monotonic())
         if key == 'step_result':
             self.closed.add((msg.task_id, msg.step))
             while len(self.closed) > 500:
@@ -404,6 +389,37 @@ class SessionState:
                                   'agreed': msg.corrected_action == current.intended}
                 return True
         return False
+
+    def _observe_intent(self, msg, received: float) -> bool:
+        # The executor announces an intent again while the world waits for the
+        # partner, after the step's window closed: a repeat closes the step's window
+        # here too (any answer stands), and a step that is over stays over. A panel
+        # that hears only the repeat (it started late) shows the step closed.
+        if self.task is not None and \
+                (msg.task_id, msg.attempt) != (self.task.task_id, self.task.attempt):
+            # Of another run. An earlier run of this task is a robot that went on for a
+            # moment with a run it was stopped in: not a question any more. Any other
+            # may be a run whose request is still on its way: kept for that request.
+            if msg.task_id != self.task.task_id or msg.attempt > self.task.attempt:
+                self.held.pop((msg.task_id, msg.attempt), None)
+                self.held[(msg.task_id, msg.attempt)] = (msg, received)
+                while len(self.held) > 8:
+                    self.held.pop(next(iter(self.held)))
+            return False
+        current = self.open
+        known = current is not None and \
+            (current.task_id, current.attempt, current.step, current.intended) == \
+            (msg.task_id, msg.attempt, msg.step, msg.action)
+        if (msg.task_id, msg.step) in self.closed:
+            return False
+        if known:
+            if not msg.repeated or current.window_closed:
+                return False
+            current.window_closed = True
+            return True
+        self.open = OpenStep(msg.task_id, msg.attempt, msg.step, msg.action, received,
+                             window_closed=msg.repeated)
+        return True
 
     def current_open(self) -> OpenStep | None:
         current = self.open
