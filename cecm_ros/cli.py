@@ -79,6 +79,11 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--coupling', type=float,
                         help='posterior: prior coupling of the capabilities of one room, '
                              f'0-1 (default: {defaults.coupling})')
+    parser.add_argument('--alike-rooms', type=float, dest='alike_rooms',
+                        help='posterior: concentration of the prior that makes rooms alike '
+                             '(a pattern of missing capabilities seen in some rooms is '
+                             'likelier in the others; smaller = more alike; 0 = '
+                             f'independent rooms; default: {defaults.alike_rooms})')
     parser.add_argument('--proposal', choices=('prior', 'belief'),
                         help='abc: draw samples from the prior or from the current belief '
                              '(default: as the inference preset)')
@@ -94,7 +99,8 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
 def _estimator_settings(args) -> EstimatorSettings:
     overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': args.epsilon,
                  'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
-                 'coupling': args.coupling, 'proposal': args.proposal, 'decay': args.decay}
+                 'coupling': args.coupling, 'alike_rooms': args.alike_rooms,
+                 'proposal': args.proposal, 'decay': args.decay}
     settings = EstimatorSettings.preset(args.inference, **overrides)
     if args.window is not None:
         # 0 switches the window off, as the estimator node's `window` parameter does.
@@ -280,8 +286,8 @@ def cmd_estimate(args) -> int:
             raise CecmError(f'{args.from_log} is the profile of {evidence.partner_id!r}, not '
                             f'{args.partner_id!r}')
     overrides = {key: getattr(args, key) for key in (
-        'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'proposal',
-        'decay')}
+        'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
+        'proposal', 'decay')}
     method, settings, seed = reestimate.choose_settings(
         evidence, args.method, args.inference, overrides, args.window, args.seed)
     with JointPlanner(model, workers=args.jobs) as planner:

@@ -138,7 +138,8 @@ def _estimator_parameters(args) -> dict:
 
     given = {'inference': args.inference, 'samples': args.samples, 'prior': args.prior,
              'epsilon': args.epsilon, 'psi': args.psi, 'undecided': args.undecided,
-             'sweeps': args.sweeps, 'coupling': args.coupling, 'window': args.window,
+             'sweeps': args.sweeps, 'coupling': args.coupling,
+             'alike_rooms': args.alike_rooms, 'window': args.window,
              'decay': args.decay, 'proposal': args.proposal}
     values = dict(NODE_PARAMETERS)
     values.update({key: value for key, value in given.items() if value is not None})

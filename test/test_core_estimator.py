@@ -60,7 +60,8 @@ def cecm(model, planner, samples=40, seed=3, **settings):
                                  dict(proposal='posterior'), dict(proposal_floor=0.5),
                                  dict(prior=1.0), dict(prior=0.0), dict(inference='magic'),
                                  dict(undecided='maybe'), dict(sweeps=-1),
-                                 dict(coupling=1.0), dict(decay=0.5)])
+                                 dict(coupling=1.0), dict(decay=0.5), dict(alike_rooms=-1.0),
+                                 dict(alike_rooms=1.0, coupling=0.5)])
 def test_settings_reject_out_of_range_values(bad):
     with pytest.raises(ConfigError):
         EstimatorSettings(**bad)

@@ -11,9 +11,15 @@ import pytest
 from core_fixtures import household_yaml, load_model
 
 from cecm_ros.core.errors import ConfigError
-from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator import (
+    CapabilityBelief,
+    EstimatorSettings,
+    alike_rows,
+    make_estimator,
+)
 from cecm_ros.core.hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from cecm_ros.core.inference import (
+    CONFOUNDED_PRESENT,
     INERT,
     KNOWN_ABSENT,
     KNOWN_PRESENT,
@@ -63,9 +69,10 @@ def observations(model, planner, partner, seed, count):
     return truth, [(task, planner.plan(task, truth).trajectory) for task in tasks]
 
 
-def posterior(model, p=0.5, particles=500, window=None, seed=1):
+def posterior(model, p=0.5, particles=500, window=None, seed=1, prior=None):
     live = ~model.inert_mask
-    result = ParticlePosterior(CapabilityPrior(len(model.catalog), p), live, 0.24, particles,
+    prior = prior or CapabilityPrior(len(model.catalog), p)
+    result = ParticlePosterior(prior, live, 0.24, particles,
                                sweeps=4, window=window, names=model.catalog.names)
     result.start(np.random.default_rng(seed))
     return result
@@ -88,6 +95,50 @@ def test_particles_match_the_exact_posterior_after_three_tasks(model, planner, e
     assert np.abs(belief.theta() - exact).max() <= 0.05
     # The exact posterior is not trivial here: some capabilities stay open.
     assert ((exact > 0.01) & (exact < 0.99) & ~model.inert_mask).any()
+
+
+@pytest.mark.parametrize('partner, seed', [('move_bedroom=0', 3), (PARTNER, 4)])
+def test_particles_match_the_exact_posterior_under_the_alike_rooms_prior(
+        model, planner, evaluator, partner, seed):
+    rows = alike_rows(model.catalog, ~model.inert_mask)
+    assert len(rows) == 3 and {len(row) for row in rows} == {3}    # move, pick, place
+    prior = CapabilityPrior(len(model.catalog), 0.8, patterns=rows, concentration=1.0)
+    _, evidence = observations(model, planner, partner, seed, 3)
+    belief = posterior(model, prior=prior)
+    for index, (task, observed) in enumerate(evidence):
+        belief.update(task, observed, evaluator, np.random.default_rng([1, index + 1]))
+    exact = exact_posterior(prior, ~model.inert_mask, 0.24, evaluator, evidence)
+    assert np.abs(belief.theta() - exact).max() <= 0.05
+    independent = exact_posterior(CapabilityPrior(len(model.catalog), 0.8),
+                                  ~model.inert_mask, 0.24, evaluator, evidence)
+    assert np.abs(exact - independent).max() > 0.05     # the prior matters here
+    # 'cautious' under a coupled prior: a confounded capability is planned present when
+    # the other rooms make it clearly probable.
+    cautious, theta = belief.estimate('cautious', 0.5), belief.theta()
+    for i, entry in enumerate(belief.report):
+        if entry.status == UNDECIDED and entry.confounded_with:
+            assert cautious[i] == (theta[i] >= CONFOUNDED_PRESENT)
+
+
+def test_the_alike_rooms_prior_is_a_distribution_with_the_same_marginals():
+    prior = CapabilityPrior(7, 0.7, patterns=((0, 1), (2, 3), (4, 5)), concentration=1.0)
+    grid = ((np.arange(128)[:, None] >> np.arange(7)) & 1).astype(bool)
+    mass = np.exp(prior.log_prob(grid))
+    assert mass.sum() == pytest.approx(1.0)
+    assert mass @ grid == pytest.approx(np.full(7, 0.7))
+    draws = prior.sample(np.random.default_rng(0), 50000)
+    frequency = np.bincount((draws * (1 << np.arange(7))).sum(axis=1), minlength=128)
+    assert frequency / len(draws) == pytest.approx(mass, abs=0.01)
+    # A room's pattern takes after the others': two rooms without kind 1 make a third
+    # more likely to lack it than the independent prior says.
+    both = ~grid[:, 1] & ~grid[:, 3]
+    third = mass[both & ~grid[:, 5]].sum() / mass[both].sum()
+    assert third > 0.3 + 0.1
+    with pytest.raises(ConfigError, match='same kinds'):
+        CapabilityPrior(4, 0.5, patterns=((0, 1), (2,)), concentration=1.0)
+    with pytest.raises(ConfigError, match='not both'):
+        CapabilityPrior(4, 0.5, groups=((0, 1),), coupling=0.5, patterns=((0,), (1,)),
+                        concentration=1.0)
 
 
 def test_every_hypothesis_kept_explains_every_task(model, planner, evaluator):
@@ -266,10 +317,11 @@ def test_coupled_prior_is_a_distribution_with_the_same_marginals():
         CapabilityPrior(4, 0.5, groups=((0, 1), (1, 2)), coupling=0.3)
 
 
-def test_estimator_posterior_round_trips_and_continues_identically(model, planner,
-                                                                    evaluator, tmp_path):
+@pytest.mark.parametrize('alike_rooms', [0.0, 1.0])
+def test_estimator_posterior_round_trips_and_continues_identically(model, planner, evaluator,
+                                                                    tmp_path, alike_rooms):
     _, evidence = observations(model, planner, PARTNER, 3, 3)
-    settings = EstimatorSettings(samples=200)
+    settings = EstimatorSettings(samples=200, alike_rooms=alike_rooms)
     first = make_estimator('cecm', model, evaluator, settings, seed=5)
     first.update(*evidence[0])
     path = tmp_path / 'belief.json'
@@ -283,6 +335,8 @@ def test_estimator_posterior_round_trips_and_continues_identically(model, planne
     data = json.loads(path.read_text())
     assert data['format'] == 'cecm_ros/capability_belief/2'
     assert [t['task_id'] for t in data['posterior']['tasks']] == [evidence[0][0].task_id]
+    assert bool(data['posterior']['patterns']) == (alike_rooms > 0)
+    assert resumed.belief.posterior.prior == first.belief.posterior.prior
 
 
 def test_a_failed_update_leaves_the_posterior_untouched(model, planner, evaluator):

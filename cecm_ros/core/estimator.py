@@ -47,6 +47,21 @@ PRESETS = {
 }
 
 
+def alike_rows(catalog, live: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """One row per room of the kinds of capability that matter in every room (in TidyUP:
+    move, pick, place), for the alike-rooms prior; only the catalog's action and room
+    labels are used, never the domain's PDDL."""
+    rooms: dict[str, dict[str, int]] = {}
+    for index, capability in enumerate(catalog.capabilities):
+        if live[index]:
+            rooms.setdefault(capability.room, {})[capability.action] = index
+    if len(rooms) < 2:
+        return ()
+    kinds = sorted(set.intersection(*(set(kinds) for kinds in rooms.values())))
+    return tuple(tuple(by_kind[kind] for kind in kinds) for by_kind in rooms.values()) \
+        if kinds else ()
+
+
 @dataclass(frozen=True)
 class EstimatorSettings:
     """CE-CM's parameters. Defaults: the posterior over every task with the paper's prior
@@ -61,6 +76,7 @@ class EstimatorSettings:
     undecided: str = 'cautious'   # posterior: estimate of capabilities the evidence leaves open
     sweeps: int = 4               # posterior: Metropolis moves per particle after each task
     coupling: float = 0.0         # posterior: prior coupling of a room's capabilities
+    alike_rooms: float = 0.0      # posterior: concentration of the alike-rooms prior (0 = off)
     window: int | None = None     # forget tasks older than this many
     decay: float | None = None    # abc: weigh a sample from k tasks ago by decay**k
     proposal: str = 'prior'       # abc: draw samples from the prior, or from the belief
@@ -86,6 +102,10 @@ class EstimatorSettings:
             raise ConfigError(f'sweeps must be at least 0, got {self.sweeps}')
         if not 0.0 <= self.coupling < 1.0:
             raise ConfigError(f'coupling must lie in [0, 1), got {self.coupling}')
+        if self.alike_rooms < 0.0:
+            raise ConfigError(f'alike_rooms must be at least 0, got {self.alike_rooms}')
+        if self.alike_rooms > 0 and self.coupling > 0:
+            raise ConfigError('choose either coupling or alike_rooms, not both')
         if self.window is not None and self.window < 1:
             raise ConfigError(f'window must be at least 1 task, got {self.window}')
         if self.decay is not None and not 0.0 < self.decay <= 1.0:
@@ -141,6 +161,7 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
                    'prior': EstimatorSettings().prior, 'epsilon': EstimatorSettings().epsilon,
                    'psi': EstimatorSettings().psi, 'undecided': EstimatorSettings().undecided,
                    'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
+                   'alike_rooms': EstimatorSettings().alike_rooms,
                    'window': -1, 'decay': 0.0, 'proposal': '',
                    'proposal_floor': EstimatorSettings().proposal_floor}
 
@@ -153,7 +174,8 @@ def settings_from_parameters(values: dict) -> EstimatorSettings:
         values['inference'], samples=values['samples'], prior=values['prior'],
         epsilon=values['epsilon'], psi=values['psi'], undecided=values['undecided'],
         sweeps=values['sweeps'], coupling=values['coupling'],
-        decay=values['decay'] or None, proposal=values['proposal'] or None,
+        alike_rooms=values['alike_rooms'], decay=values['decay'] or None,
+        proposal=values['proposal'] or None,
         proposal_floor=values['proposal_floor'])
     return replace(settings, window=window or None) if window >= 0 else settings
 
@@ -285,6 +307,7 @@ class CapabilityBelief:
             data['posterior'] = {
                 'live': _bits(posterior.live),
                 'groups': [list(g) for g in posterior.prior.groups],
+                'patterns': [list(row) for row in posterior.prior.patterns],
                 'tasks': [_evidence_dict(item.task, item.observed)
                           for item in posterior.evidence],
                 **posterior.state(),
@@ -324,7 +347,10 @@ class CapabilityBelief:
             prior = CapabilityPrior(size, settings.prior,
                                     tuple(tuple(int(i) for i in g)
                                           for g in state.get('groups', [])),
-                                    settings.coupling)
+                                    settings.coupling,
+                                    tuple(tuple(int(i) for i in row)
+                                          for row in state.get('patterns', [])),
+                                    settings.alike_rooms)
             posterior = ParticlePosterior(prior, live, settings.epsilon, settings.samples,
                                           settings.sweeps, settings.window, names)
             posterior.restore(state, [_evidence_from_dict(t) for t in state.get('tasks', [])])
@@ -464,7 +490,9 @@ class CecmEstimator(Estimator):
         groups = tuple(g for g in (tuple(i for i in group if live[i])
                                    for group in catalog.groups()) if len(g) > 1)
         prior = CapabilityPrior(len(catalog), settings.prior,
-                                groups if settings.coupling > 0 else (), settings.coupling)
+                                groups if settings.coupling > 0 else (), settings.coupling,
+                                alike_rows(catalog, live) if settings.alike_rooms > 0 else (),
+                                settings.alike_rooms)
         return ParticlePosterior(prior, live, settings.epsilon, settings.samples,
                                  settings.sweeps, settings.window, catalog.names)
 

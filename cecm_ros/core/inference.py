@@ -26,6 +26,7 @@ trajectories would capability vector ``c`` produce on this task?".
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +60,9 @@ PROPOSAL_FLOOR = 0.05
 # Undecided capabilities whose conditional marginals differ at least this much are
 # reported as confounded.
 CONFOUNDING_GAP = 0.3
+# Under a coupled prior, `cautious` plans a confounded capability as present when it is
+# at least this probable (one explanation of the confound far ahead of the others).
+CONFOUNDED_PRESENT = 0.9
 # At most this many confounders are listed per capability.
 CONFOUNDED_SHOWN = 4
 # A support of at most this many hypotheses is closed under single changes, and kept
@@ -86,19 +90,40 @@ class CapabilityPrior:
     p: float = 0.5
     groups: tuple[tuple[int, ...], ...] = ()
     coupling: float = 0.0
+    # Alike rooms: one row per room, the same kinds of capability in the same columns.
+    # With ``concentration`` a > 0 the rooms' patterns (which kinds are missing) are
+    # drawn from one shared, unknown distribution (a Dirichlet(a * base) over patterns,
+    # base = the independent prior): a pattern seen in some rooms is likelier in the
+    # others, so a room the evidence leaves open takes after the rooms it has closed.
+    patterns: tuple[tuple[int, ...], ...] = ()
+    concentration: float = 0.0
 
     def __post_init__(self):
         if not 0.0 < self.p < 1.0:
             raise ConfigError(f'the prior probability must lie in (0, 1), got {self.p}')
         if not 0.0 <= self.coupling < 1.0:
             raise ConfigError(f'prior coupling must lie in [0, 1), got {self.coupling}')
-        members = [i for group in self.groups for i in group]
-        if len(set(members)) != len(members) or any(not 0 <= i < self.size for i in members):
-            raise ConfigError('prior groups must be disjoint sets of capability indices')
+        if self.concentration < 0.0:
+            raise ConfigError(f'the pattern concentration must be at least 0, got '
+                              f'{self.concentration}')
+        if self.coupling > 0 and self.groups and self.alike:
+            raise ConfigError('choose either coupled groups or alike rooms, not both')
+        for name, blocks in (('groups', self.groups), ('patterns', self.patterns)):
+            members = [i for block in blocks for i in block]
+            if len(set(members)) != len(members) or \
+                    any(not 0 <= i < self.size for i in members):
+                raise ConfigError(f'prior {name} must be disjoint sets of capability indices')
+        if len({len(row) for row in self.patterns}) > 1:
+            raise ConfigError('every row of prior patterns needs the same kinds')
+
+    @property
+    def alike(self) -> bool:
+        return self.concentration > 0 and len(self.patterns) > 1
 
     @property
     def coupled(self) -> bool:
-        return self.coupling > 0 and bool(self.groups)
+        """Whether capabilities depend on each other a priori (not only via evidence)."""
+        return (self.coupling > 0 and bool(self.groups)) or self.alike
 
     def mean(self) -> np.ndarray:
         """P(c_i = 1) under the prior (the same with and without coupling)."""
@@ -107,6 +132,8 @@ class CapabilityPrior:
     def log_prob(self, vectors: np.ndarray) -> np.ndarray:
         vectors = np.atleast_2d(vectors).astype(bool)
         independent = np.where(vectors, np.log(self.p), np.log1p(-self.p))
+        if self.alike:
+            return self._alike_log_prob(vectors, independent)
         if not self.coupled:
             return independent.sum(axis=1)
         grouped = np.zeros(self.size, dtype=bool)
@@ -121,8 +148,43 @@ class CapabilityPrior:
             total += np.log(self.coupling * together + (1 - self.coupling) * np.exp(own))
         return total + independent[:, ~grouped].sum(axis=1)
 
+    def _pattern_base(self) -> np.ndarray:
+        """The independent prior's probability of each pattern (bit k = kind k present)."""
+        kinds = len(self.patterns[0])
+        bits = (np.arange(2 ** kinds)[:, None] >> np.arange(kinds)) & 1
+        present = bits.sum(axis=1)
+        return self.p ** present * (1 - self.p) ** (kinds - present)
+
+    def _alike_log_prob(self, vectors: np.ndarray, independent: np.ndarray) -> np.ndarray:
+        # Dirichlet-multinomial: the rooms' patterns are exchangeable, so only their
+        # counts matter; capabilities outside the rows stay independent.
+        rows = np.array(self.patterns)
+        rooms = rows.shape[0]
+        weights = 1 << np.arange(rows.shape[1])
+        codes = (vectors[:, rows] * weights).sum(axis=2)             # (n, rooms)
+        alpha = self.concentration * self._pattern_base()
+        counts = (codes[:, :, None] == np.arange(len(alpha))).sum(axis=1)
+        # log Gamma(alpha_k + c) - log Gamma(alpha_k) for every count c a room set can have
+        rises = np.array([[math.lgamma(a + c) - math.lgamma(a) for c in range(rooms + 1)]
+                          for a in alpha])
+        total = (math.lgamma(self.concentration) - math.lgamma(self.concentration + rooms)
+                 + rises[np.arange(len(alpha)), counts].sum(axis=1))
+        outside = np.ones(self.size, dtype=bool)
+        outside[rows.ravel()] = False
+        return total + independent[:, outside].sum(axis=1)
+
     def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
         vectors = rng.random((count, self.size)) < self.p
+        if self.alike:
+            # The Polya urn: each room copies an earlier room's pattern or draws afresh.
+            rows = np.array(self.patterns)
+            for room in range(1, len(rows)):
+                copy_from = rng.integers(room, size=count)
+                copies = rng.random(count) < room / (room + self.concentration)
+                source = rows[copy_from[copies]]
+                vectors[np.flatnonzero(copies)[:, None], rows[room]] = \
+                    vectors[np.flatnonzero(copies)[:, None], source]
+            return vectors
         if self.coupled:
             for group in self.groups:
                 together = rng.random(count) < self.coupling
@@ -260,9 +322,11 @@ class ParticlePosterior:
         ``cautious`` plans an undecided capability as missing when it is confounded with
         others (the evidence needs some of them missing, and which is open: planning
         them all missing keeps the robot from handing over work the partner may not
-        manage), and by its probability (theta > psi) when the evidence merely leaves
-        it open. ``absent``/``present`` plan every undecided one so, ``marginal`` by
-        theta > psi, ``mode`` as the most probable hypothesis kept has it.
+        manage; under a coupled prior, present when the other rooms make it at least
+        CONFOUNDED_PRESENT probable), and by its probability (theta > psi) when the
+        evidence merely leaves it open. ``absent``/``present`` plan every undecided one
+        so, ``marginal`` by theta > psi, ``mode`` as the most probable hypothesis kept
+        has it.
         """
         if rule not in UNDECIDED_RULES:
             raise ConfigError(f'unknown rule {rule!r} for undecided capabilities; rules: '
@@ -278,7 +342,10 @@ class ParticlePosterior:
             elif entry.status == UNDECIDED and rule in ('absent', 'present'):
                 estimate[i] = rule == 'present'
             elif entry.status == UNDECIDED and rule == 'cautious' and entry.confounded_with:
-                estimate[i] = False
+                # Under an independent prior the explanations of a confound are ranked by
+                # the prior alone, the same way in every room; a coupled prior ranks them
+                # by what other rooms showed, and a clear lead is then evidence.
+                estimate[i] = self.prior.coupled and theta[i] >= CONFOUNDED_PRESENT
         if rule == 'mode' and undecided.any() and self.particles is not None:
             estimate[undecided] = self._most_probable(estimate, undecided)
         return estimate

@@ -91,6 +91,9 @@ class CapabilityEstimator(CecmNode):
         self.declare('coupling', defaults.coupling,
                      "Posterior: prior coupling of one room's capabilities (0 = independent)",
                      low=0.0, high=0.99)
+        self.declare('alike_rooms', defaults.alike_rooms,
+                     'Posterior: concentration of the prior that makes rooms alike (smaller '
+                     '= more alike; 0 = independent rooms)', low=0.0, high=1000.0)
         self.declare('window', -1, "Forget tasks older than this many (0 = never; -1 = the "
                      "inference preset's: sequential 1, others never)", low=-1, high=100_000)
         self.declare('decay', 0.0, 'abc: weigh a sample from k tasks ago by decay**k '
