@@ -328,13 +328,20 @@ def _report(summary_path: Path) -> None:
 def _estimator_variant(args) -> str:
     """Which CE-CM reading the session runs, in words."""
     from cecm_ros.cli import _estimator_settings
-    from cecm_ros.core.inference import UNDECIDED_RULE_WORDS
+    from cecm_ros.core.inference import CONFOUNDED_PRESENT, UNDECIDED_RULE_WORDS
 
     settings = _estimator_settings(args)
     if settings.inference == 'posterior':
+        structure = f' with alike rooms (concentration {settings.alike_rooms:g})' \
+            if settings.alike_rooms > 0 else \
+            f' coupled per room ({settings.coupling:g})' if settings.coupling > 0 else ''
+        rule = UNDECIDED_RULE_WORDS[settings.undecided]
+        if structure and settings.undecided == 'cautious':
+            rule = (f'absent where confounded (present where other rooms make them at least '
+                    f'{CONFOUNDED_PRESENT:g} probable), else by their probability')
         return (f'the posterior over every task ({settings.samples} particles, prior '
-                f'{settings.prior:g}, undecided capabilities planned '
-                f'{UNDECIDED_RULE_WORDS[settings.undecided]}); `--inference paper` runs the '
+                f'{settings.prior:g}{structure}, undecided capabilities planned '
+                f'{rule}); `--inference paper` runs the '
                 'paper\'s Algorithm 1')
     return f'{settings.variant} (abc: samples from the {settings.proposal}, window ' \
            f'{settings.window or "off"})'

@@ -148,6 +148,12 @@ def test_cli_estimator_variants():
     assert (decayed.window, decayed.decay) == (None, 0.5)         # decay replaces the window
     with pytest.raises(SystemExit):                                # one kind of forgetting
         settings('experiment', '--window', '2', '--decay', '0.5')
+    # The alike-rooms prior reaches the settings, and the demo says it is on.
+    from cecm_ros.demo_graph import _estimator_variant
+    assert settings('demo', '--alike-rooms', '1').alike_rooms == 1.0
+    assert 'alike rooms' in _estimator_variant(build_parser().parse_args(
+        ['demo', '--alike-rooms', '1']))
+    assert 'alike rooms' not in _estimator_variant(build_parser().parse_args(['demo']))
     with pytest.raises(ConfigError, match='decay'):
         settings('experiment', '--decay', '0.5')                  # not for the posterior
 
