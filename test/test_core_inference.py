@@ -141,6 +141,21 @@ def test_the_alike_rooms_prior_is_a_distribution_with_the_same_marginals():
                         concentration=1.0)
 
 
+def test_only_what_the_evidence_adds_to_the_priors_ties_is_a_confound(model):
+    """Under the alike-rooms prior two rooms share a pattern with probability 1/(1 + A)
+    before any task, so the same kind in two rooms is tied by the prior itself (a gap of
+    (1/(1 + A)) * 1 = 0.5 at A = 1); kinds within one room are not."""
+    live = ~model.inert_mask
+    rows = alike_rows(model.catalog, live)
+    alike = ParticlePosterior(CapabilityPrior(len(model.catalog), 0.8, patterns=rows,
+                                              concentration=1.0), live, 0.24, 10)
+    gaps = alike._prior_gaps()
+    (move_a, pick_a, _), (move_b, _, _) = rows[0], rows[1]
+    assert gaps[move_a, move_b] == pytest.approx(0.5, abs=0.03)
+    assert gaps[move_a, pick_a] == pytest.approx(0.0, abs=0.03)
+    assert not posterior(model)._prior_gaps().any()       # the independent prior ties nothing
+
+
 def test_every_hypothesis_kept_explains_every_task(model, planner, evaluator):
     truth, evidence = observations(model, planner, PARTNER, 11, 4)
     belief = posterior(model)

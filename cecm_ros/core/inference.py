@@ -60,6 +60,8 @@ PROPOSAL_FLOOR = 0.05
 # Undecided capabilities whose conditional marginals differ at least this much are
 # reported as confounded.
 CONFOUNDING_GAP = 0.3
+# Draws from a coupled prior that estimate how much it ties capabilities by itself.
+PRIOR_GAP_SAMPLES = 20000
 # Under a coupled prior, `cautious` plans a confounded capability as present when it is
 # at least this probable (one explanation of the confound far ahead of the others).
 CONFOUNDED_PRESENT = 0.9
@@ -270,6 +272,7 @@ class ParticlePosterior:
         self._next_id = 0
         self._distances: dict[int, dict[bytes, float]] = {}
         self._rejections: dict[int, int] = {}
+        self._prior_gap: np.ndarray | None = None
 
     def copy(self) -> ParticlePosterior:
         """An independent copy; memoised distances are shared per task (they are facts)."""
@@ -730,10 +733,27 @@ class ParticlePosterior:
             return ()
         gap = np.abs(mass[has] @ vectors[has] / mass[has].sum()
                      - mass[lacks] @ vectors[lacks] / mass[lacks].sum())
+        # A coupled prior ties capabilities before any task: only what the evidence adds
+        # to that is a confound.
+        gap = gap - self._prior_gaps()[index]
         gap[index] = 0.0
         gap[~self.live] = 0.0
         order = [j for j in np.argsort(-gap, kind='stable') if gap[j] >= CONFOUNDING_GAP]
         return tuple(self.names[j] for j in order[:CONFOUNDED_SHOWN])
+
+    def _prior_gaps(self) -> np.ndarray:
+        """[i, j]: how far knowing capability i moves P(c_j = 1) under the prior alone
+        (zero for an independent prior; estimated once from a fixed-seed sample)."""
+        if self._prior_gap is None:
+            gaps = np.zeros((self.prior.size, self.prior.size))
+            if self.prior.coupled:
+                draws = self.prior.sample(np.random.default_rng(0), PRIOR_GAP_SAMPLES)
+                for i in range(self.prior.size):
+                    has, lacks = draws[draws[:, i]], draws[~draws[:, i]]
+                    if len(has) and len(lacks):
+                        gaps[i] = np.abs(has.mean(axis=0) - lacks.mean(axis=0))
+            self._prior_gap = gaps
+        return self._prior_gap
 
     def _describe(self, item: Evidence, update: PosteriorUpdate) -> str:
         name = _task_name(item.task)
