@@ -293,3 +293,40 @@ def test_a_task_that_failed_stays_failed_when_the_task_manager_restarts(tmp_path
         assert session.processes.graph.respawns['task_manager'] == 1
     finally:
         session.close()
+
+
+def test_a_task_manager_deactivated_while_it_plans_the_heldout_pool_loses_nothing(tmp_path):
+    """The held-out pool is planned in a thread beside task 1; a deactivation stops it
+    quietly, the lifecycle manager brings the node back, and the resumed session still
+    reports held-out agreement for every task."""
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    tasks = 2
+    session = FaultySession(tmp_path, {'num_tasks': tasks, 'heldout_tasks': 40})
+    manager_log = lambda: session.processes.log('task_manager')  # noqa: E731
+    try:
+        session.wait(lambda: 'held-out pool: planning' in manager_log(), 180.0,
+                     'the held-out warm-up')
+        assert 'planned under the true capabilities' not in manager_log(), \
+            'the warm-up ended before it could be interrupted; plan a larger pool'
+        answer = session.client.call(ChangeState, '/task_manager/change_state',
+                                     ChangeState.Request(transition=Transition(
+                                         id=Transition.TRANSITION_DEACTIVATE)))
+        assert answer.success
+        summary, _, log = session.result()
+        text = manager_log()
+        assert summary['failed_tasks'] == [], session.errors()
+        assert [entry.task_index for entry in log] == list(range(tasks))
+        assert [0.0 <= task['heldout_agreement']['mean'] <= 1.0
+                for task in summary['per_task']] == [True] * tasks
+        assert 'Traceback' not in text and 'ahead failed' not in text, text[-3000:]
+        # The warm-up stopped with the deactivation and reported nothing. With
+        # exit_when_done the stopped session ends the process (code 1) and its respawn
+        # resumes the session from the journal; else the reactivated node resumes it.
+        stopped = text.index('[task_manager]: inactive')
+        assert 'planned under the true capabilities' not in text[:stopped], text[-3000:]
+        assert 'task-0-1 interrupted (the task manager stopped during it)' in text, \
+            text[-3000:]
+    finally:
+        session.close()
