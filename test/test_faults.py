@@ -8,6 +8,8 @@ and ends with exactly the belief of an undisturbed run.
   then continued, while a Fast Downward search process of the estimator is killed;
 * a task that fails on its own (a goal no plan reaches), then the task manager killed:
   the restarted one reports that task failed and does not run it again.
+* the task manager deactivated while it plans the held-out pool beside task 1: the
+  warm-up stops quietly and the resumed session reports held-out agreement throughout.
 
 The undisturbed belief comes from the ROS-free core with the same seed (the graph and
 `cecm experiment` compute the same numbers).
