@@ -149,11 +149,11 @@ def test_only_what_the_evidence_adds_to_the_priors_ties_is_a_confound(model):
     rows = alike_rows(model.catalog, live)
     alike = ParticlePosterior(CapabilityPrior(len(model.catalog), 0.8, patterns=rows,
                                               concentration=1.0), live, 0.24, 10)
-    gaps = alike._prior_gaps()
+    gaps = alike.prior.ties
     (move_a, pick_a, _), (move_b, _, _) = rows[0], rows[1]
     assert gaps[move_a, move_b] == pytest.approx(0.5, abs=0.03)
     assert gaps[move_a, pick_a] == pytest.approx(0.0, abs=0.03)
-    assert not posterior(model)._prior_gaps().any()       # the independent prior ties nothing
+    assert not posterior(model).prior.ties.any()       # the independent prior ties nothing
 
 
 def test_every_hypothesis_kept_explains_every_task(model, planner, evaluator):

@@ -29,6 +29,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -157,6 +158,27 @@ class CapabilityPrior:
         present = bits.sum(axis=1)
         return self.p ** present * (1 - self.p) ** (kinds - present)
 
+    @cached_property
+    def _log_rises(self) -> np.ndarray:
+        """[k, c]: log Gamma(alpha_k + c) - log Gamma(alpha_k) for each pattern k and each
+        count c of rooms that can have it (log_prob runs in every Metropolis move)."""
+        alpha = self.concentration * self._pattern_base()
+        return np.array([[math.lgamma(a + c) - math.lgamma(a)
+                          for c in range(len(self.patterns) + 1)] for a in alpha])
+
+    @cached_property
+    def ties(self) -> np.ndarray:
+        """[i, j]: how far knowing capability i moves P(c_j = 1) under the prior alone
+        (zero for an independent prior; else estimated once from a fixed-seed sample)."""
+        gaps = np.zeros((self.size, self.size))
+        if self.coupled:
+            draws = self.sample(np.random.default_rng(0), PRIOR_GAP_SAMPLES)
+            for i in range(self.size):
+                has, lacks = draws[draws[:, i]], draws[~draws[:, i]]
+                if len(has) and len(lacks):
+                    gaps[i] = np.abs(has.mean(axis=0) - lacks.mean(axis=0))
+        return gaps
+
     def _alike_log_prob(self, vectors: np.ndarray, independent: np.ndarray) -> np.ndarray:
         # Dirichlet-multinomial: the rooms' patterns are exchangeable, so only their
         # counts matter; capabilities outside the rows stay independent.
@@ -164,13 +186,10 @@ class CapabilityPrior:
         rooms = rows.shape[0]
         weights = 1 << np.arange(rows.shape[1])
         codes = (vectors[:, rows] * weights).sum(axis=2)             # (n, rooms)
-        alpha = self.concentration * self._pattern_base()
-        counts = (codes[:, :, None] == np.arange(len(alpha))).sum(axis=1)
-        # log Gamma(alpha_k + c) - log Gamma(alpha_k) for every count c a room set can have
-        rises = np.array([[math.lgamma(a + c) - math.lgamma(a) for c in range(rooms + 1)]
-                          for a in alpha])
+        rises = self._log_rises
+        counts = (codes[:, :, None] == np.arange(len(rises))).sum(axis=1)
         total = (math.lgamma(self.concentration) - math.lgamma(self.concentration + rooms)
-                 + rises[np.arange(len(alpha)), counts].sum(axis=1))
+                 + rises[np.arange(len(rises)), counts].sum(axis=1))
         outside = np.ones(self.size, dtype=bool)
         outside[rows.ravel()] = False
         return total + independent[:, outside].sum(axis=1)
@@ -183,9 +202,8 @@ class CapabilityPrior:
             for room in range(1, len(rows)):
                 copy_from = rng.integers(room, size=count)
                 copies = rng.random(count) < room / (room + self.concentration)
-                source = rows[copy_from[copies]]
-                vectors[np.flatnonzero(copies)[:, None], rows[room]] = \
-                    vectors[np.flatnonzero(copies)[:, None], source]
+                copying = np.flatnonzero(copies)[:, None]
+                vectors[copying, rows[room]] = vectors[copying, rows[copy_from[copies]]]
             return vectors
         if self.coupled:
             for group in self.groups:
@@ -272,7 +290,6 @@ class ParticlePosterior:
         self._next_id = 0
         self._distances: dict[int, dict[bytes, float]] = {}
         self._rejections: dict[int, int] = {}
-        self._prior_gap: np.ndarray | None = None
 
     def copy(self) -> ParticlePosterior:
         """An independent copy; memoised distances are shared per task (they are facts)."""
@@ -735,25 +752,11 @@ class ParticlePosterior:
                      - mass[lacks] @ vectors[lacks] / mass[lacks].sum())
         # A coupled prior ties capabilities before any task: only what the evidence adds
         # to that is a confound.
-        gap = gap - self._prior_gaps()[index]
+        gap = gap - self.prior.ties[index]
         gap[index] = 0.0
         gap[~self.live] = 0.0
         order = [j for j in np.argsort(-gap, kind='stable') if gap[j] >= CONFOUNDING_GAP]
         return tuple(self.names[j] for j in order[:CONFOUNDED_SHOWN])
-
-    def _prior_gaps(self) -> np.ndarray:
-        """[i, j]: how far knowing capability i moves P(c_j = 1) under the prior alone
-        (zero for an independent prior; estimated once from a fixed-seed sample)."""
-        if self._prior_gap is None:
-            gaps = np.zeros((self.prior.size, self.prior.size))
-            if self.prior.coupled:
-                draws = self.prior.sample(np.random.default_rng(0), PRIOR_GAP_SAMPLES)
-                for i in range(self.prior.size):
-                    has, lacks = draws[draws[:, i]], draws[~draws[:, i]]
-                    if len(has) and len(lacks):
-                        gaps[i] = np.abs(has.mean(axis=0) - lacks.mean(axis=0))
-            self._prior_gap = gaps
-        return self._prior_gap
 
     def _describe(self, item: Evidence, update: PosteriorUpdate) -> str:
         name = _task_name(item.task)
