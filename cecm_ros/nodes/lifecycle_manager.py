@@ -207,11 +207,17 @@ class LifecycleManager(Node):
         return None if response is None else response.current_state.id
 
     def transition(self, name: str, transition: int, timeout_s: float,
-                   interruptible: bool = True) -> bool:
+                   interruptible: bool = True, may_be_gone: bool = False) -> bool:
+        """``may_be_gone``: at process shutdown every node got the same SIGINT, so one
+        that answered a moment ago may have ended since, which is no error."""
         label, before, after = STEPS[transition]
         state = self.state_of(name, min(timeout_s, 10.0), interruptible)
         if state is None:
-            self.get_logger().error(f'{name}: cannot {label}: no answer from {name}/get_state')
+            if may_be_gone:
+                self.get_logger().info(f'{name}: no answer (gone or stopping)')
+            else:
+                self.get_logger().error(f'{name}: cannot {label}: no answer from '
+                                        f'{name}/get_state')
             return False
         if state == after:
             return True   # already there (e.g. started by hand)
@@ -224,7 +230,11 @@ class LifecycleManager(Node):
         request = ChangeState.Request(transition=Transition(id=transition))
         response = self._call(self.change[name], request, timeout_s, interruptible)
         if response is None:
-            self.get_logger().error(f'{name}: {label} gave no answer within {timeout_s:g} s')
+            if may_be_gone:
+                self.get_logger().info(f'{name}: no answer to {label} (gone or stopping)')
+            else:
+                self.get_logger().error(f'{name}: {label} gave no answer within '
+                                        f'{timeout_s:g} s')
             return False
         if not response.success:
             self.get_logger().error(f'{name}: {label} failed (see the log of {name})')
@@ -333,7 +343,8 @@ class LifecycleManager(Node):
                 if left <= 0.05:
                     self.get_logger().warning(f'shutdown budget used up before {name}')
                     return
-                if not self.transition(name, transition, left, interruptible=False):
+                if not self.transition(name, transition, left, interruptible=False,
+                                       may_be_gone=True):
                     break
                 state = after
         self.get_logger().info('shutdown of the managed nodes done')
