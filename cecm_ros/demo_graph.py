@@ -336,9 +336,11 @@ def _estimator_variant(args) -> str:
             if settings.alike_rooms > 0 else \
             f' coupled per room ({settings.coupling:g})' if settings.coupling > 0 else ''
         rule = UNDECIDED_RULE_WORDS[settings.undecided]
-        if structure and settings.undecided == 'cautious':
+        if structure and settings.undecided in ('cautious', 'analogy'):
             rule = (f'absent where confounded (present where other rooms make them at least '
                     f'{CONFOUNDED_PRESENT:g} probable), else by their probability')
+            if settings.undecided == 'analogy':
+                rule = f'like a room the evidence decided where it allows, else {rule}'
         return (f'the posterior over every task ({settings.samples} particles, prior '
                 f'{settings.prior:g}{structure}, undecided capabilities planned '
                 f'{rule}); `--inference paper` runs the '

@@ -58,21 +58,25 @@ def test_small_experiment_writes_summary_and_csv(model, tmp_path):
         first = model.catalog.names[0]
         assert row['theta'][first]['mean'] == pytest.approx(
             sum(t[0] for t in thetas) / len(thetas), abs=1e-3)
-    # What the evidence decided is what the robot plans with; the default rule (cautious)
-    # plans an undecided one present only where its probability says so and nothing is
-    # confounded with it; untouched ones keep the prior of 0.8 (present).
+    # What the evidence decided is what the robot plans with; the default rule (analogy)
+    # plans an undecided one present only where its probability says so, or where another
+    # room with a kind known absent is its template; untouched ones keep the prior of 0.8.
+    capabilities = model.catalog.capabilities
     for r in rows:
+        witnesses = {c.room for c, letter in zip(capabilities, r['status'])
+                     if letter == 'A' and c.action in ('move', 'pick', 'place')}
         assert len(r['status']) == 20 and int(r['decided']) == sum(
             letter in 'PA' for letter in r['status'])
         assert r['wrong_known'] == '0'
-        for value, bit, letter in zip(r['theta'].split(), r['estimate'], r['status']):
+        for value, bit, letter, capability in zip(r['theta'].split(), r['estimate'],
+                                                  r['status'], capabilities):
             expected = {'P': ('1.000', '1'), 'A': ('0.000', '0'), 'N': ('0.800', '1'),
                         'I': ('0.800', '1')}.get(letter)
             if expected:
                 assert (value, bit) == expected
             else:
                 assert letter == 'U' and 0.0 < float(value) < 1.0
-                assert bit == '0' or float(value) > 0.5
+                assert bit == '0' or float(value) > 0.5 or witnesses - {capability.room}
         assert 0.0 <= float(r['heldout_agreement']) <= 1.0
     assert written['identifiable_capabilities']['pick_living_room=0,pick_bedroom=0,'
                                                 'pick_study=0,place_living_room=0,'

@@ -26,6 +26,7 @@ from cecm_ros.core.inference import (
     NEVER_EXERCISED,
     UNDECIDED,
     CapabilityPrior,
+    CapabilityReport,
     ParticlePosterior,
     describe_report,
     exact_posterior,
@@ -234,6 +235,67 @@ def test_the_estimate_plans_undecided_capabilities_by_the_chosen_rule(model, pla
     assert any((row[undecided] == mode[undecided]).all() for row in vectors)
 
 
+def rooms_posterior(hypotheses, statuses, rows):
+    """A posterior over rooms of (move, pick, place) whose kept hypotheses and report are
+    set by hand: the rows say which capability indices form each room."""
+    size = len(statuses)
+    names = [f'c{i}' for i in range(size)]
+    prior = CapabilityPrior(size, 0.8)
+    belief = ParticlePosterior(prior, np.ones(size, dtype=bool), 0.24, 10, sweeps=0,
+                               names=names, rows=rows)
+    vectors = np.array([[bit == '1' for bit in h] for h in hypotheses], dtype=bool)
+    mass = np.exp(prior.log_prob(vectors))
+    belief.particles = vectors.copy()
+    belief.support = (vectors, mass / mass.sum())
+    undecided = [i for i, s in enumerate(statuses) if s == 'U']
+    words = {'P': KNOWN_PRESENT, 'A': KNOWN_ABSENT, 'U': UNDECIDED}
+    belief.report = [CapabilityReport(words[s], 0.5, tuple(names[j] for j in undecided
+                                                           if j != i) if s == 'U' else ())
+                     for i, s in enumerate(statuses)]
+    return belief
+
+
+# Two rooms A and B; capability order: move_A, pick_A, place_A, move_B, pick_B, place_B.
+ROOMS = ((0, 1, 2), (3, 4, 5))
+# Room A closed to the partner somehow, and no task has said how: by the feet (any
+# pick and place) or by the hands (enters, picks and places nothing).
+CLOSED_A = ['000', '001', '010', '011', '100']
+
+
+def test_analogy_plans_a_confounded_room_like_a_room_the_evidence_decided():
+    # Room B was decided "cannot enter, can pick and place": room A is planned alike.
+    feet = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPP', ROOMS)
+    assert list(feet.estimate('cautious', 0.5)) == [0, 0, 0, 0, 1, 1]
+    assert list(feet.estimate('analogy', 0.5)) == [0, 1, 1, 0, 1, 1]
+    # Only what room B decided is copied: with its place never tried, room A's place
+    # stays missing as `cautious` has it.
+    untried = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPU', ROOMS)
+    untried.report[5] = CapabilityReport(NEVER_EXERCISED, 0.8)
+    assert list(untried.estimate('analogy', 0.5)) == [0, 1, 0, 0, 1, 1]
+    # Decided "enters, picks and places nothing": room A likewise.
+    hands = rooms_posterior([a + '100' for a in CLOSED_A], 'UUUPAA', ROOMS)
+    assert list(hands.estimate('analogy', 0.5)) == [1, 0, 0, 1, 0, 0]
+    # A room the partner fully uses says nothing about how another room is closed.
+    open_b = rooms_posterior([a + '111' for a in CLOSED_A], 'UUUPPP', ROOMS)
+    assert list(open_b.estimate('analogy', 0.5)) == list(open_b.estimate('cautious', 0.5))
+    # No kept hypothesis has room A like room B: the evidence wins over the analogy.
+    no_room = rooms_posterior([a + '010' for a in CLOSED_A if a != '100'], 'UUUPPA', ROOMS)
+    assert list(no_room.estimate('analogy', 0.5)) == list(no_room.estimate('cautious', 0.5))
+
+
+def test_analogy_leaves_alone_the_kinds_on_which_decided_rooms_disagree():
+    rows = ROOMS + ((6, 7, 8),)
+    # Room B cannot be entered but is handled; room C is entered but not handled. Both
+    # moves and hands disagree, so room A stays as `cautious` plans it.
+    mixed = rooms_posterior([a + '011100' for a in CLOSED_A], 'UUUAPPPAA', rows)
+    assert list(mixed.estimate('analogy', 0.5)) == list(mixed.estimate('cautious', 0.5))
+    # Without rows (a domain with no rooms of alike kinds) the rule is `cautious`.
+    flat = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPP', ())
+    assert list(flat.estimate('analogy', 0.5)) == list(flat.estimate('cautious', 0.5))
+    with pytest.raises(ConfigError, match='row of rooms'):
+        rooms_posterior(['000111'], 'UUUPPP', ((0, 1, 2), (3, 4)))
+
+
 class TwoExplanations:
     """A fixture domain of six capabilities whose one task is explained by exactly two
     vectors three changes apart; any other vector predicts a state that differs from the
@@ -352,6 +414,13 @@ def test_estimator_posterior_round_trips_and_continues_identically(model, planne
     assert [t['task_id'] for t in data['posterior']['tasks']] == [evidence[0][0].task_id]
     assert bool(data['posterior']['patterns']) == (alike_rooms > 0)
     assert resumed.belief.posterior.prior == first.belief.posterior.prior
+    rows = alike_rows(model.catalog, ~model.inert_mask)
+    assert resumed.belief.posterior.rows == rows and len(rows) == 3
+    # A belief saved before the rooms were kept gets them from the catalog.
+    del data['posterior']['rows']
+    older = CapabilityBelief.from_dict(data)
+    assert older.posterior.rows == ()
+    assert make_estimator('cecm', model, evaluator, belief=older).belief.posterior.rows == rows
 
 
 def test_a_failed_update_leaves_the_posterior_untouched(model, planner, evaluator):

@@ -49,8 +49,8 @@ PRESETS = {
 
 def alike_rows(catalog, live: np.ndarray) -> tuple[tuple[int, ...], ...]:
     """One row per room of the kinds of capability that matter in every room (in TidyUP:
-    move, pick, place), for the alike-rooms prior; only the catalog's action and room
-    labels are used, never the domain's PDDL."""
+    move, pick, place), for the alike-rooms prior and the ``analogy`` rule; only the
+    catalog's action and room labels are used, never the domain's PDDL."""
     rooms: dict[str, dict[str, int]] = {}
     for index, capability in enumerate(catalog.capabilities):
         if live[index]:
@@ -73,7 +73,7 @@ class EstimatorSettings:
     prior: float = 0.8            # P(c_i = 1) of the Bernoulli prior (the paper's)
     epsilon: float = 0.24         # a trajectory explains an observation below this distance
     psi: float = 0.5              # estimate_i = theta_i > psi (where a rule needs it)
-    undecided: str = 'cautious'   # posterior: estimate of capabilities the evidence leaves open
+    undecided: str = 'analogy'    # posterior: estimate of capabilities the evidence leaves open
     sweeps: int = 4               # posterior: Metropolis moves per particle after each task
     coupling: float = 0.0         # posterior: prior coupling of a room's capabilities
     alike_rooms: float = 0.0      # posterior: concentration of the alike-rooms prior (0 = off)
@@ -308,6 +308,7 @@ class CapabilityBelief:
                 'live': _bits(posterior.live),
                 'groups': [list(g) for g in posterior.prior.groups],
                 'patterns': [list(row) for row in posterior.prior.patterns],
+                'rows': [list(row) for row in posterior.rows],
                 'tasks': [_evidence_dict(item.task, item.observed)
                           for item in posterior.evidence],
                 **posterior.state(),
@@ -352,7 +353,9 @@ class CapabilityBelief:
                                           for row in state.get('patterns', [])),
                                     settings.alike_rooms)
             posterior = ParticlePosterior(prior, live, settings.epsilon, settings.samples,
-                                          settings.sweeps, settings.window, names)
+                                          settings.sweeps, settings.window, names,
+                                          tuple(tuple(int(i) for i in row)
+                                                for row in state.get('rows', [])))
             posterior.restore(state, [_evidence_from_dict(t) for t in state.get('tasks', [])])
             belief.posterior = posterior
         return belief
@@ -422,6 +425,9 @@ class Estimator:
                 raise ConfigError(f'the belief belongs to method {belief.method!r}, '
                                   f'not {self.method!r}')
             self.settings = belief.settings
+            if belief.posterior is not None and not belief.posterior.rows:
+                # Saved before rooms were kept with the belief: they follow from the catalog.
+                belief.posterior.rows = alike_rows(model.catalog, belief.posterior.live)
         self.belief = belief or CapabilityBelief(self.method, list(model.catalog.names),
                                                  self.settings, seed=seed)
 
@@ -494,7 +500,8 @@ class CecmEstimator(Estimator):
                                 alike_rows(catalog, live) if settings.alike_rooms > 0 else (),
                                 settings.alike_rooms)
         return ParticlePosterior(prior, live, settings.epsilon, settings.samples,
-                                 settings.sweeps, settings.window, catalog.names)
+                                 settings.sweeps, settings.window, catalog.names,
+                                 alike_rows(catalog, live))
 
     def hypotheses(self) -> tuple[np.ndarray, np.ndarray]:
         belief = self.belief

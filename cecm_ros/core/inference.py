@@ -47,9 +47,11 @@ INERT = 'inert'
 STATUSES = (KNOWN_PRESENT, KNOWN_ABSENT, UNDECIDED, NEVER_EXERCISED, INERT)
 
 # How an undecided capability enters the point estimate the robot plans with.
-UNDECIDED_RULES = ('cautious', 'absent', 'present', 'marginal', 'mode')
+UNDECIDED_RULES = ('cautious', 'analogy', 'absent', 'present', 'marginal', 'mode')
 # ... in words, for logs ("undecided capabilities planned ...").
 UNDECIDED_RULE_WORDS = {'cautious': 'absent where confounded, else by their probability',
+                        'analogy': 'like a room the evidence decided where it allows, else '
+                                   'absent where confounded, else by their probability',
                         'absent': 'absent', 'present': 'present',
                         'marginal': 'by their probability',
                         'mode': 'as the most probable hypothesis has them'}
@@ -266,7 +268,7 @@ class ParticlePosterior:
 
     def __init__(self, prior: CapabilityPrior, live: np.ndarray, epsilon: float,
                  particles: int = 500, sweeps: int = 4, window: int | None = None,
-                 names: Sequence[str] | None = None):
+                 names: Sequence[str] | None = None, rows: Sequence[Sequence[int]] = ()):
         if particles < 1:
             raise ConfigError(f'the posterior needs at least 1 particle, got {particles}')
         if sweeps < 0:
@@ -281,6 +283,12 @@ class ParticlePosterior:
         self.sweeps = sweeps
         self.window = window
         self.names = list(names) if names is not None else [str(i) for i in range(prior.size)]
+        # One row per room of the same kinds of capability (move, pick, place), for
+        # ``analogy``; empty when the domain has no such structure.
+        self.rows = tuple(tuple(int(i) for i in row) for row in rows)
+        if len({len(row) for row in self.rows}) > 1 or any(
+                not 0 <= i < prior.size for row in self.rows for i in row):
+            raise ConfigError('every row of rooms needs the same kinds, as capability indices')
         self.particles: np.ndarray | None = None   # (count, size) bool, equal weights
         # When the hypotheses that explain the evidence are few, all of them with their
         # exact posterior masses (prior, renormalised): (vectors, masses), else None.
@@ -344,9 +352,10 @@ class ParticlePosterior:
         them all missing keeps the robot from handing over work the partner may not
         manage; under a coupled prior, present when the other rooms make it at least
         CONFOUNDED_PRESENT probable), and by its probability (theta > psi) when the
-        evidence merely leaves it open. ``absent``/``present`` plan every undecided one
-        so, ``marginal`` by theta > psi, ``mode`` as the most probable hypothesis kept
-        has it.
+        evidence merely leaves it open. ``analogy`` is ``cautious``, except that a room
+        whose capabilities are confounded is planned like the rooms the evidence decided
+        (see _like_decided_rooms). ``absent``/``present`` plan every undecided one so,
+        ``marginal`` by theta > psi, ``mode`` as the most probable hypothesis kept has it.
         """
         if rule not in UNDECIDED_RULES:
             raise ConfigError(f'unknown rule {rule!r} for undecided capabilities; rules: '
@@ -361,14 +370,57 @@ class ParticlePosterior:
                 estimate[i] = False
             elif entry.status == UNDECIDED and rule in ('absent', 'present'):
                 estimate[i] = rule == 'present'
-            elif entry.status == UNDECIDED and rule == 'cautious' and entry.confounded_with:
+            elif entry.status == UNDECIDED and rule in ('cautious', 'analogy') \
+                    and entry.confounded_with:
                 # Under an independent prior the explanations of a confound are ranked by
                 # the prior alone, the same way in every room; a coupled prior ranks them
                 # by what other rooms showed, and a clear lead is then evidence.
                 estimate[i] = self.prior.coupled and theta[i] >= CONFOUNDED_PRESENT
         if rule == 'mode' and undecided.any() and self.particles is not None:
             estimate[undecided] = self._most_probable(estimate, undecided)
+        if rule == 'analogy' and self.particles is not None:
+            self._like_decided_rooms(estimate)
         return estimate
+
+    def _like_decided_rooms(self, estimate: np.ndarray) -> None:
+        """Plan a room whose capabilities the evidence leaves confounded like the rooms
+        where it decided those kinds, as far as the evidence allows.
+
+        "Cannot enter the bedroom" and "cannot pick or place in the bedroom" explain the
+        same tasks until one starts the partner there; if the study was decided as "cannot
+        enter, can pick", the bedroom is planned that way too. Only rooms with a kind known
+        absent count (a room the partner fully uses says nothing about which explanation
+        of a confound holds), kinds on which such rooms disagree are left alone, and the
+        analogy is dropped unless some hypothesis kept has it. Only the kinds those rooms
+        decided are copied: the room's other confounded capabilities stay missing, as
+        ``cautious`` plans them (a room known to lack the hands says nothing about whether
+        the partner can put things down there).
+        """
+        statuses = [entry.status for entry in self.report]
+        if len(statuses) != self.prior.size or not self.rows:
+            return
+        known = {KNOWN_PRESENT: True, KNOWN_ABSENT: False}
+        vectors, mass = self.distinct()
+        for row in self.rows:
+            confounded = [i for i in row if statuses[i] == UNDECIDED
+                          and self.report[i].confounded_with]
+            if not confounded:
+                continue
+            shown: dict[int, set[bool]] = {}
+            for other in self.rows:
+                if other == row or KNOWN_ABSENT not in (statuses[j] for j in other):
+                    continue
+                for kind, j in enumerate(other):
+                    if statuses[j] in known:
+                        shown.setdefault(kind, set()).add(known[statuses[j]])
+            analogy = {row[kind]: values.pop() for kind, values in shown.items()
+                       if len(values) == 1 and row[kind] in confounded}
+            if not analogy:
+                continue
+            cells = list(analogy)
+            agree = np.all(vectors[:, cells] == np.array([analogy[i] for i in cells]), axis=1)
+            if mass[agree].sum() > 0:
+                estimate[cells] = [analogy[i] for i in cells]
 
     def _most_probable(self, estimate: np.ndarray, undecided: np.ndarray) -> np.ndarray:
         """The undecided capabilities of the most probable hypothesis kept.
