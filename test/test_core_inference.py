@@ -248,7 +248,7 @@ def rooms_posterior(hypotheses, statuses, rows):
     belief.particles = vectors.copy()
     belief.support = (vectors, mass / mass.sum())
     undecided = [i for i, s in enumerate(statuses) if s == 'U']
-    words = {'P': KNOWN_PRESENT, 'A': KNOWN_ABSENT, 'U': UNDECIDED}
+    words = {'P': KNOWN_PRESENT, 'A': KNOWN_ABSENT, 'U': UNDECIDED, 'N': NEVER_EXERCISED}
     belief.report = [CapabilityReport(words[s], 0.5, tuple(names[j] for j in undecided
                                                            if j != i) if s == 'U' else ())
                      for i, s in enumerate(statuses)]
@@ -269,15 +269,16 @@ def test_analogy_plans_a_confounded_room_like_a_room_the_evidence_decided():
     assert list(feet.estimate('analogy', 0.5)) == [0, 1, 1, 0, 1, 1]
     # Only what room B decided is copied: with its place never tried, room A's place
     # stays missing as `cautious` has it.
-    untried = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPU', ROOMS)
-    untried.report[5] = CapabilityReport(NEVER_EXERCISED, 0.8)
+    untried = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPN', ROOMS)
     assert list(untried.estimate('analogy', 0.5)) == [0, 1, 0, 0, 1, 1]
     # Decided "enters, picks and places nothing": room A likewise.
     hands = rooms_posterior([a + '100' for a in CLOSED_A], 'UUUPAA', ROOMS)
     assert list(hands.estimate('analogy', 0.5)) == [1, 0, 0, 1, 0, 0]
-    # A room the partner fully uses says nothing about how another room is closed.
-    open_b = rooms_posterior([a + '111' for a in CLOSED_A], 'UUUPPP', ROOMS)
-    assert list(open_b.estimate('analogy', 0.5)) == list(open_b.estimate('cautious', 0.5))
+    # A room with nothing known absent says nothing about how another room is closed,
+    # even where the evidence would allow room A to be like it.
+    open_b = rooms_posterior([a + '111' for a in CLOSED_A + ['110']], 'UUUPPN', ROOMS)
+    assert list(open_b.estimate('analogy', 0.5)) == list(open_b.estimate('cautious', 0.5)) \
+        == [0, 0, 0, 1, 1, 1]
     # No kept hypothesis has room A like room B: the evidence wins over the analogy.
     no_room = rooms_posterior([a + '010' for a in CLOSED_A if a != '100'], 'UUUPPA', ROOMS)
     assert list(no_room.estimate('analogy', 0.5)) == list(no_room.estimate('cautious', 0.5))
@@ -292,8 +293,22 @@ def test_analogy_leaves_alone_the_kinds_on_which_decided_rooms_disagree():
     # Without rows (a domain with no rooms of alike kinds) the rule is `cautious`.
     flat = rooms_posterior([a + '011' for a in CLOSED_A], 'UUUAPP', ())
     assert list(flat.estimate('analogy', 0.5)) == list(flat.estimate('cautious', 0.5))
-    with pytest.raises(ConfigError, match='row of rooms'):
-        rooms_posterior(['000111'], 'UUUPPP', ((0, 1, 2), (3, 4)))
+    for rows in (((0, 1, 2), (3, 4)), ((0, 1, 2), (2, 3, 4)), ((0, 1, 2), (3, 4, 9)),
+                 ((0, 1, 2), (3, 4, 5.0)), ((0, 1, 2), (3, 4, True)), 5):
+        with pytest.raises(ConfigError, match='rows of rooms'):
+            rooms_posterior(['000111'], 'UUUPPP', rows)
+
+
+def test_analogies_of_two_rooms_must_hold_together():
+    # Rooms A and C are both confounded; room B was decided "can enter, can pick up,
+    # cannot put down". Each room alone may be like B, but the evidence needs A or C to
+    # lack the pick: only the first room in order is planned like B, the other as
+    # `cautious` plans it.
+    rows = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
+    hypotheses = [a + '110' + c for a in ('000', '110') for c in ('000', '110')
+                  if '000' in (a, c)]
+    both = rooms_posterior(hypotheses, 'UUUPPAUUU', rows)
+    assert list(both.estimate('analogy', 0.5)) == [1, 1, 0, 1, 1, 0, 0, 0, 0]
 
 
 class TwoExplanations:

@@ -354,8 +354,7 @@ class CapabilityBelief:
                                     settings.alike_rooms)
             posterior = ParticlePosterior(prior, live, settings.epsilon, settings.samples,
                                           settings.sweeps, settings.window, names,
-                                          tuple(tuple(int(i) for i in row)
-                                                for row in state.get('rows', [])))
+                                          state.get('rows', ()))
             posterior.restore(state, [_evidence_from_dict(t) for t in state.get('tasks', [])])
             belief.posterior = posterior
         return belief

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -251,6 +252,24 @@ class PosteriorUpdate:
     message: str = ''
 
 
+def _room_rows(rows, size: int) -> tuple[tuple[int, ...], ...]:
+    """Rooms as rows of capability indices, one per kind, checked (they may come from a
+    belief file)."""
+    try:
+        checked = tuple(tuple(operator.index(i) for i in row) for row in rows)
+        if any(isinstance(i, bool) for row in rows for i in row):
+            raise TypeError('a truth value is not an index')
+    except TypeError as error:
+        raise ConfigError(f'rows of rooms must be lists of capability indices ({error})') \
+            from None
+    members = [i for row in checked for i in row]
+    if len({len(row) for row in checked}) > 1 or len(set(members)) != len(members) or \
+            any(not 0 <= i < size for i in members):
+        raise ConfigError('rows of rooms must be disjoint, of the same kinds, and name '
+                          f'capability indices below {size}')
+    return checked
+
+
 def _key(vector: np.ndarray) -> bytes:
     return np.packbits(vector).tobytes()
 
@@ -285,10 +304,7 @@ class ParticlePosterior:
         self.names = list(names) if names is not None else [str(i) for i in range(prior.size)]
         # One row per room of the same kinds of capability (move, pick, place), for
         # ``analogy``; empty when the domain has no such structure.
-        self.rows = tuple(tuple(int(i) for i in row) for row in rows)
-        if len({len(row) for row in self.rows}) > 1 or any(
-                not 0 <= i < prior.size for row in self.rows for i in row):
-            raise ConfigError('every row of rooms needs the same kinds, as capability indices')
+        self.rows = _room_rows(rows, prior.size)
         self.particles: np.ndarray | None = None   # (count, size) bool, equal weights
         # When the hypotheses that explain the evidence are few, all of them with their
         # exact posterior masses (prior, renormalised): (vectors, masses), else None.
@@ -401,14 +417,17 @@ class ParticlePosterior:
             return
         known = {KNOWN_PRESENT: True, KNOWN_ABSENT: False}
         vectors, mass = self.distinct()
-        for row in self.rows:
+        # Hypotheses kept that agree with every analogy applied so far: each room's must
+        # hold together with the others', not only on its own.
+        allowed = mass > 0
+        for place, row in enumerate(self.rows):
             confounded = [i for i in row if statuses[i] == UNDECIDED
                           and self.report[i].confounded_with]
             if not confounded:
                 continue
             shown: dict[int, set[bool]] = {}
-            for other in self.rows:
-                if other == row or KNOWN_ABSENT not in (statuses[j] for j in other):
+            for elsewhere, other in enumerate(self.rows):
+                if elsewhere == place or KNOWN_ABSENT not in (statuses[j] for j in other):
                     continue
                 for kind, j in enumerate(other):
                     if statuses[j] in known:
@@ -418,9 +437,10 @@ class ParticlePosterior:
             if not analogy:
                 continue
             cells = list(analogy)
-            agree = np.all(vectors[:, cells] == np.array([analogy[i] for i in cells]), axis=1)
-            if mass[agree].sum() > 0:
+            agree = allowed & np.all(vectors[:, cells] == [analogy[i] for i in cells], axis=1)
+            if agree.any():
                 estimate[cells] = [analogy[i] for i in cells]
+                allowed = agree
 
     def _most_probable(self, estimate: np.ndarray, undecided: np.ndarray) -> np.ndarray:
         """The undecided capabilities of the most probable hypothesis kept.
