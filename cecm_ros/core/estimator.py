@@ -494,13 +494,12 @@ class CecmEstimator(Estimator):
         # Coupling groups: each room's capabilities that can matter at all.
         groups = tuple(g for g in (tuple(i for i in group if live[i])
                                    for group in catalog.groups()) if len(g) > 1)
+        rows = alike_rows(catalog, live)
         prior = CapabilityPrior(len(catalog), settings.prior,
                                 groups if settings.coupling > 0 else (), settings.coupling,
-                                alike_rows(catalog, live) if settings.alike_rooms > 0 else (),
-                                settings.alike_rooms)
+                                rows if settings.alike_rooms > 0 else (), settings.alike_rooms)
         return ParticlePosterior(prior, live, settings.epsilon, settings.samples,
-                                 settings.sweeps, settings.window, catalog.names,
-                                 alike_rows(catalog, live))
+                                 settings.sweeps, settings.window, catalog.names, rows)
 
     def hypotheses(self) -> tuple[np.ndarray, np.ndarray]:
         belief = self.belief

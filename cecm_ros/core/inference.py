@@ -114,13 +114,8 @@ class CapabilityPrior:
                               f'{self.concentration}')
         if self.coupling > 0 and self.groups and self.alike:
             raise ConfigError('choose either coupled groups or alike rooms, not both')
-        for name, blocks in (('groups', self.groups), ('patterns', self.patterns)):
-            members = [i for block in blocks for i in block]
-            if len(set(members)) != len(members) or \
-                    any(not 0 <= i < self.size for i in members):
-                raise ConfigError(f'prior {name} must be disjoint sets of capability indices')
-        if len({len(row) for row in self.patterns}) > 1:
-            raise ConfigError('every row of prior patterns needs the same kinds')
+        _capability_blocks(self.groups, self.size, 'prior groups')
+        _capability_blocks(self.patterns, self.size, 'prior patterns', same_kinds=True)
 
     @property
     def alike(self) -> bool:
@@ -252,21 +247,21 @@ class PosteriorUpdate:
     message: str = ''
 
 
-def _room_rows(rows, size: int) -> tuple[tuple[int, ...], ...]:
-    """Rooms as rows of capability indices, one per kind, checked (they may come from a
-    belief file)."""
+def _capability_blocks(blocks, size: int, what: str,
+                       same_kinds: bool = False) -> tuple[tuple[int, ...], ...]:
+    """Disjoint blocks of capability indices (coupled groups, rows of rooms), checked:
+    they may come from a belief file."""
     try:
-        checked = tuple(tuple(operator.index(i) for i in row) for row in rows)
-        if any(isinstance(i, bool) for row in rows for i in row):
+        checked = tuple(tuple(operator.index(i) for i in block) for block in blocks)
+        if any(isinstance(i, bool) for block in blocks for i in block):
             raise TypeError('a truth value is not an index')
     except TypeError as error:
-        raise ConfigError(f'rows of rooms must be lists of capability indices ({error})') \
-            from None
-    members = [i for row in checked for i in row]
-    if len({len(row) for row in checked}) > 1 or len(set(members)) != len(members) or \
-            any(not 0 <= i < size for i in members):
-        raise ConfigError('rows of rooms must be disjoint, of the same kinds, and name '
-                          f'capability indices below {size}')
+        raise ConfigError(f'{what} must be lists of capability indices ({error})') from None
+    members = [i for block in checked for i in block]
+    if len(set(members)) != len(members) or any(not 0 <= i < size for i in members):
+        raise ConfigError(f'{what} must be disjoint sets of capability indices below {size}')
+    if same_kinds and len({len(block) for block in checked}) > 1:
+        raise ConfigError(f'{what}: every row needs the same kinds')
     return checked
 
 
@@ -304,7 +299,7 @@ class ParticlePosterior:
         self.names = list(names) if names is not None else [str(i) for i in range(prior.size)]
         # One row per room of the same kinds of capability (move, pick, place), for
         # ``analogy``; empty when the domain has no such structure.
-        self.rows = _room_rows(rows, prior.size)
+        self.rows = _capability_blocks(rows, prior.size, 'rows of rooms', same_kinds=True)
         self.particles: np.ndarray | None = None   # (count, size) bool, equal weights
         # When the hypotheses that explain the evidence are few, all of them with their
         # exact posterior masses (prior, renormalised): (vectors, masses), else None.
