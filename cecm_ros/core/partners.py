@@ -6,18 +6,73 @@ actions. Before every step the robot announces what it intends to do; when that
 conflicts with the human's joint plan, the human corrects it (do this instead, or
 wait) and the robot re-plans from the state the step leaves. The observed trajectory
 therefore always follows the human's plan.
+
+Outside that protocol (a person who answers for the partner, or lets a wrong action
+pass) the world can leave both plans behind: :func:`off_plan` tells when, and
+:meth:`SimulatedHuman.replan` lets the partner carry on from where the world is.
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .domain import NOOP, Task, TidyUpModel
+from .errors import CecmError
 from .planner import JointPlan, JointPlanner, JointStep
 from .simulator import ActionOutcome, WorldSimulator
+
+
+def off_plan(plan: JointPlan, done: int, state: int) -> bool:
+    """Whether ``state``, seen after ``done`` steps of ``plan``, is not the state the plan
+    predicted there; past its last step the plan predicts its goal state, so a plan that
+    ran out before the goal holds is off too. The rest of such a plan no longer fits."""
+    return plan.trajectory[min(done, len(plan.trajectory) - 1)] != state
+
+
+class ReplanRule:
+    """When a robot that follows a joint plan re-plans, and for whom.
+
+    Always after a correction (the paper's protocol). With ``follow_world``, after a
+    step nobody answered (silence is consent, but nobody then enforces the partner's
+    plan), also when the world is not where the plan predicted (:func:`off_plan`), and,
+    after ``idle_limit`` such steps in a row in which the plan gave the partner an
+    action and nothing changed, for the robot alone from then on: a partner who will
+    not do what the robot expects must not hold the task up (``idle_limit`` 0 waits for
+    it until the task's step limit). Answered steps never trigger these, so a partner
+    who answers every intent gets exactly the paper's protocol.
+    """
+
+    def __init__(self, follow_world: bool = False, idle_limit: int = 3):
+        if idle_limit < 0:
+            raise ValueError(f'idle_limit must be at least 0, got {idle_limit}')
+        self.follow_world = follow_world
+        self.idle_limit = idle_limit
+        self.idle = 0
+        self.alone = False   # planning as if the partner does nothing more
+
+    def begin_task(self) -> None:
+        self.idle, self.alone = 0, False
+
+    def after_step(self, plan: JointPlan, done: int, before: int, state: int,
+                   corrected: bool, answered: bool = True) -> str | None:
+        """After ``done`` steps of ``plan`` took the world from ``before`` to ``state``:
+        None (go on), 'belief' (re-plan under the estimate) or 'alone' (re-plan with a
+        partner who does nothing; the caller sets ``alone`` once such a plan exists)."""
+        if corrected:
+            self.idle = 0
+            return 'alone' if self.alone else 'belief'
+        if not self.follow_world or answered or not off_plan(plan, done, state):
+            self.idle = 0
+            return None
+        partner_due = 0 < done <= len(plan.steps) and plan.steps[done - 1].human != NOOP
+        self.idle = self.idle + 1 if state == before and partner_due else 0
+        if self.alone or (self.idle_limit and self.idle >= self.idle_limit):
+            self.idle = 0
+            return 'alone'
+        return 'belief'
 
 
 @dataclass(frozen=True)
@@ -53,20 +108,59 @@ class SimulatedHuman:
         self.rng = np.random.default_rng(seed)
         self.plan: JointPlan | None = None
         self.forgone: str | None = None
-        self.step_index = 0
+        self.willing = self.capabilities   # what it plans with: less any it declines
+        self.task: Task | None = None
+        self.step_index = 0   # into the current plan
+        self.first_step = 0   # the task's step at which the current plan began
+        self.earlier: tuple[JointStep, ...] = ()   # steps of earlier plans, one per step
+        self.replans = 0
 
     def begin_task(self, task: Task) -> JointPlan:
+        self.task = task
         self.plan = self.planner.plan(task, self.capabilities)
         self.forgone = None
+        self.willing = self.capabilities
         used = sorted(self.plan.human_capabilities_used)
         if used and self.rng.random() < self.forgo_probability:
             declined = int(self.rng.choice(used))
             willing = self.capabilities.copy()
             willing[declined] = False
             self.plan = self.planner.plan(task, willing)
+            self.willing = willing
             self.forgone = self.planner.model.catalog.names[declined]
         self.step_index = 0
+        self.first_step = 0
+        self.earlier = ()
+        self.replans = 0
         return self.plan
+
+    @property
+    def step(self) -> int:
+        """The task's joint step the partner is at (plans re-made mid-task start at 0)."""
+        return self.first_step + self.step_index
+
+    def expects(self, state: int) -> bool:
+        """Whether the world is where its plan says it should be by now."""
+        return self.plan is None or not off_plan(self.plan, self.step_index, state)
+
+    def replan(self, state: int) -> JointPlan:
+        """Carry on from ``state`` (the world left its plan: nobody enforced it), with the
+        same capabilities, declined one included; the step count goes on."""
+        here = self.planner.model.task_from_state(self.task, state)
+        plan = self.planner.plan(here, self.willing)   # may raise: then nothing changes
+        done = self.plan.steps[:self.step_index]
+        self.earlier += done + (JointStep(),) * (self.step_index - len(done))
+        self.first_step += self.step_index
+        self.step_index = 0
+        self.plan = plan
+        self.replans += 1
+        return plan
+
+    def task_plan(self) -> JointPlan:
+        """The plan of the whole task as it now stands: the steps planned so far for the
+        steps taken, then the current plan, so that step t of the task is step t here
+        (costs and states are the current plan's)."""
+        return replace(self.plan, steps=self.earlier + self.plan.steps)
 
     @property
     def finished(self) -> bool:
@@ -81,7 +175,7 @@ class SimulatedHuman:
         expected = self.current_step.robot
         if intended == expected:
             return None
-        return Correction(self.step_index, intended, expected)
+        return Correction(self.step, intended, expected)
 
     def advance(self) -> None:
         self.step_index += 1
@@ -90,21 +184,26 @@ class SimulatedHuman:
 class RobotTeammate:
     """The robot: plans jointly under its estimate, acts only for itself."""
 
-    def __init__(self, planner: JointPlanner, estimate: np.ndarray):
+    def __init__(self, planner: JointPlanner, estimate: np.ndarray,
+                 rule: ReplanRule | None = None):
         self.planner = planner
         self.estimate = planner.model.catalog.check_vector(estimate)
+        self.rule = rule or ReplanRule()
         self.task: Task | None = None
         self.plan: JointPlan | None = None
+        self.state = 0
         self.step_index = 0
         self.replans = 0
         self.relaxed_plans = 0   # plans made as if the partner were fully capable
 
     def begin_task(self, task: Task) -> JointPlan:
         self.task = task
+        self.state = self.planner.model.state_from_atoms(task.initial)
         self.plan, relaxed = self.planner.plan_under_estimate(task, self.estimate)
         self.relaxed_plans = int(relaxed)
         self.step_index = 0
         self.replans = 0
+        self.rule.begin_task()
         return self.plan
 
     def intent(self) -> str:
@@ -112,14 +211,26 @@ class RobotTeammate:
             return NOOP
         return self.plan.steps[self.step_index].robot
 
-    def after_step(self, corrected: bool, state: int) -> None:
-        """Advance along the plan, or re-plan from ``state`` after a correction."""
-        if not corrected:
-            self.step_index += 1
+    def after_step(self, corrected: bool, state: int, answered: bool = True) -> None:
+        """Advance along the plan, or re-plan from ``state`` when the rule says so
+        (``answered``: whether anyone answered the step's intent)."""
+        before, self.state = self.state, state
+        self.step_index += 1
+        replan = self.rule.after_step(self.plan, self.step_index, before, state, corrected,
+                                      answered)
+        if replan is None:
             return
         here = self.planner.model.task_from_state(self.task, state)
-        self.plan, relaxed = self.planner.plan_under_estimate(here, self.estimate)
-        self.relaxed_plans += int(relaxed)
+        if replan == 'alone':
+            try:
+                self.plan = self.planner.plan(here, np.zeros(len(self.estimate), dtype=bool))
+            except CecmError:   # e.g. the partner holds an item: it has to act
+                replan = 'belief'
+            else:
+                self.rule.alone = True
+        if replan == 'belief':
+            self.plan, relaxed = self.planner.plan_under_estimate(here, self.estimate)
+            self.relaxed_plans += int(relaxed)
         self.step_index = 0
         self.replans += 1
 

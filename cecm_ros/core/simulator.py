@@ -77,3 +77,14 @@ class WorldSimulator:
 
     def satisfies(self, goal_state: int) -> bool:
         return (self.state & goal_state) == goal_state
+
+
+def predicted_trajectory(model: TidyUpModel, state: int, steps, human_capabilities: np.ndarray
+                         ) -> tuple[int, ...]:
+    """The states a joint plan's steps lead through from ``state`` for a partner with
+    ``human_capabilities``: what the plan predicts, for a plan that came without them
+    (over a message)."""
+    world = WorldSimulator(model, human_capabilities, state)
+    for step in steps:
+        world.step(step.robot, step.human)
+    return tuple(world.trajectory)

@@ -19,6 +19,7 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
 from cecm_ros.core.inference import STATUSES, describe_report
 from cecm_ros.core.planner import JointPlan, JointStep
+from cecm_ros.core.simulator import predicted_trajectory
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
 from cecm_ros.msg import JointStep as JointStepMsg
@@ -181,8 +182,11 @@ def plan_msg(plan: JointPlan, catalog: CapabilityCatalog, vector: np.ndarray,
     return msg
 
 
-def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg) -> JointPlan:
-    """The plan's joint steps as a core plan (costs copied; no state trajectory)."""
+def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg, start: int | None = None
+                  ) -> JointPlan:
+    """The plan's joint steps as a core plan (costs copied). With ``start``, the state it
+    was planned from, the states it predicts too (under the capabilities it names);
+    without, no state trajectory."""
     if len(msg.steps) > MAX_STEPS:
         raise MessageError(f'JointPlan of task {msg.task_id!r} has {len(msg.steps)} steps; at '
                            f'most {MAX_STEPS}')
@@ -192,9 +196,14 @@ def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg) -> JointPlan:
         steps.append(JointStep(
             canonical_action(model, step.robot_action, 'robot', what + ' robot_action'),
             canonical_action(model, step.human_action, 'human', what + ' human_action')))
+    trajectory = ()
+    if start is not None:
+        vector = vector_from_msg(model.catalog, msg.capability_names,
+                                 msg.capability_estimate, f'JointPlan of task {msg.task_id!r}')
+        trajectory = predicted_trajectory(model, start, steps, vector)
     return JointPlan(msg.task_id, tuple(steps), msg.total_cost, msg.robot_cost,
-                     msg.human_cost, trajectory=(), human_capabilities_used=frozenset(),
-                     planning_time_s=msg.planning_time_s)
+                     msg.human_cost, trajectory=trajectory,
+                     human_capabilities_used=frozenset(), planning_time_s=msg.planning_time_s)
 
 
 # ------------------------------------------------------------------------ beliefs

@@ -6,9 +6,13 @@ RunTask action server ``executor/run_task``. For a task it asks the joint planne
 ``robot/intent``, waits up to ``correction_window_s`` for a Correction of step t on
 ``robot/correction`` (a confirmation ends the wait at once; silence is consent),
 executes the corrected or intended action through the robot's ExecuteSkill server of
-that kind, waits for the resulting ``team_state`` and publishes a StepResult. After a
-correction it re-plans from the observed state. It stops when the goal holds in the
-team state (success) or after ``max_steps`` (abort).
+that kind, waits for the resulting ``team_state`` and publishes a StepResult. It
+re-plans from the observed state after a correction, and, after a step nobody answered,
+when the world is not where the plan predicted (nobody enforced the partner's plan, or
+the plan ran out before the goal). After ``partner_idle_steps`` such steps in a row in
+which the partner left its part of the plan undone and nothing changed, it plans the
+rest of the task for itself alone. It stops when the goal holds in the team state (success) or
+after ``max_steps`` (abort).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from rclpy.action.server import ServerGoalHandle
 
 from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.partners import ReplanRule
 from cecm_ros.core.planner import JointPlan as CorePlan
 from cecm_ros.msg import (
     Correction,
@@ -73,6 +78,11 @@ class Executor(CecmNode):
                      'it); 0 = never', low=0.0, high=3600.0)
         self.declare('max_steps', 100, 'Joint steps after which a task is aborted',
                      low=1, high=conv.MAX_STEPS)
+        self.declare('partner_idle_steps', 3,
+                     'After this many unanswered steps in a row in which the partner left its '
+                     'part of the plan undone and nothing changed, plan the rest of the task '
+                     'for the robot alone; 0 = always wait for the partner', low=0,
+                     high=conv.MAX_STEPS)
         for kind in DEFAULT_SKILLS:
             self.declare(f'skills.{kind}', f'robot/skills/{kind}',
                          f'ExecuteSkill action server that executes robot {kind!r} actions',
@@ -104,6 +114,8 @@ class Executor(CecmNode):
         self.model = self.load_model()
         self.window = self.param('correction_window_s')
         self.max_steps = self.param('max_steps')
+        self.idle_limit = self.param('partner_idle_steps')
+        self.alone_spec = ','.join(f'{name}=0' for name in self.model.catalog.names)
         self.server_wait = self.param('server_wait_s')
         self.skill_names = {kind: self.param(f'skills.{kind}') for kind in DEFAULT_SKILLS}
         self.skill_clients = {kind: SafeActionClient(self, ExecuteSkill, name,
@@ -301,6 +313,7 @@ class Executor(CecmNode):
         self._count_listeners(f'task {task.task_id}')
         index = corrections = decisions = 0
         step = 0
+        rule = ReplanRule(follow_world=True, idle_limit=self.idle_limit)
         trajectory = [first]
         while state & goal_state != goal_state:
             if step >= self.max_steps:
@@ -323,7 +336,7 @@ class Executor(CecmNode):
             skill = self._execute_skill(task.task_id, attempt, step, executed, announced)
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
-            state = conv.state_from_team_state(model, after)
+            before, state = state, conv.state_from_team_state(model, after)
             self.step_pub.publish(StepResult(
                 header=_header(self.stamp()), task_id=task.task_id, step=step,
                 action=executed, corrected=corrected, state_changed=skill.state_changed,
@@ -331,21 +344,41 @@ class Executor(CecmNode):
             goal_handle.publish_feedback(RunTask.Feedback(step=step + 1,
                                                           corrections=corrections))
             step += 1
-            if corrected and state & goal_state != goal_state:
-                plan = self._plan(task, state, partner_id)
-                index = 0
-            else:
-                index += 1
+            index += 1
+            replan = rule.after_step(plan, index, before, state, corrected,
+                                     answered=correction is not None)
+            if replan is None or state & goal_state == goal_state:
+                continue
+            if replan == 'alone':
+                if not rule.alone:
+                    self.get_logger().warning(
+                        f'task {task.task_id}: nobody answered and the partner left its part '
+                        f'of the plan undone for {rule.idle_limit} steps; the robot plans '
+                        'the rest alone')
+                try:
+                    plan, index = self._plan(task, state, partner_id, alone=True), 0
+                    rule.alone = True
+                    continue
+                except TaskAbortedError as error:   # e.g. the partner holds an item
+                    self.get_logger().warning(f'task {task.task_id}: {error}; planning '
+                                              'under the belief instead')
+            elif not corrected:
+                self.get_logger().info(
+                    f'step {step - 1}: nobody answered and the world is not where the plan '
+                    'predicted; re-planning from the observed state')
+            plan, index = self._plan(task, state, partner_id), 0
         outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True)
         message = (f'goal reached in {step} steps, {corrections} corrections in '
                    f'{decisions} robot decisions')
         self.get_logger().info(f'task {task.task_id}: {message}')
         return RunTask.Result(outcome=outcome, success=True, message=message)
 
-    def _plan(self, task, state: int, partner_id: str) -> CorePlan:
+    def _plan(self, task, state: int, partner_id: str, alone: bool = False) -> CorePlan:
+        """A plan from ``state`` under the belief, or (``alone``) for a partner who does
+        nothing."""
         request = PlanTask.Request(
             task=conv.task_msg(conv.task_from_state(task, self.model, state), partner_id),
-            use_belief=True)
+            use_belief=True, capabilities=self.alone_spec if alone else '')
         try:
             response = self.call_service(self.plan_client, request,
                                          f'task {task.task_id}: planning', self.server_wait,
@@ -355,10 +388,14 @@ class Executor(CecmNode):
             raise TaskAbortedError(str(error)) from None
         if not response.success:
             raise TaskAbortedError(f'the joint planner found no plan: {response.message}')
-        plan = conv.plan_from_msg(self.model, response.plan)
+        try:
+            plan = conv.plan_from_msg(self.model, response.plan, start=state)
+        except conv.MessageError as error:
+            raise TaskAbortedError(f'the joint planner sent a bad plan: {error}') from None
         self.plan_pub.publish(response.plan)
         self.get_logger().info(
-            f'task {task.task_id}: plan of {len(plan.steps)} joint steps under the belief '
+            f'task {task.task_id}: plan of {len(plan.steps)} joint steps '
+            f'{"for the robot alone" if alone else "under the belief"} '
             f'(robot {len(plan.actions_of("robot"))} actions, human '
             f'{len(plan.actions_of("human"))})')
         return plan

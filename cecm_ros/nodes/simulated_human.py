@@ -7,7 +7,10 @@ answers on ``robot/correction``: a confirmation (corrected_action == intended_ac
 when the intent matches its plan, otherwise the action the robot must take ("noop" =
 wait); with ``answer_intents: false`` it stays silent and a person answers instead
 (``correction_console``). Then it sends its own action for that step to
-``human/skills/<kind>``.
+``human/skills/<kind>``. When a person answers for it and the ``team_state`` of a step
+shows the world elsewhere than its plan predicted (an action nobody corrected on its
+behalf), it re-plans from there under the same capabilities, as a person would carry
+on, and publishes the task's plan again (the steps taken, then the new plan).
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
 from cecm_ros.core.partners import partner_seed
 from cecm_ros.core.planner import JointPlanner
-from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest
+from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
     QOS_LATCHED,
+    QOS_TEAM_STATE,
     CecmNode,
     SafeActionClient,
     at_least_one,
@@ -40,6 +44,10 @@ from cecm_ros.nodes.common import (
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
 
 EARLY_INTENTS_KEPT = 20
+STATES_KEPT = 200   # team states remembered, by (task id, step)
+# How long an intent waits for the team_state of its step, which the world published
+# before the robot announced the step; without it the partner goes on with its plan.
+STATE_WAIT_S = 1.0
 # A goal the world has not answered this long after it was sent counts as lost.
 GOAL_LOST_AFTER_S = 2.0
 
@@ -89,6 +97,9 @@ class SimulatedHumanNode(CecmNode):
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
         # The partner's own action at each step of the current run of the task.
         self.acted: dict[int, SentAction] = {}
+        # (task id, step) -> (state, when received), and when the current run began.
+        self.states: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
+        self.run_began = 0.0
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -119,6 +130,10 @@ class SimulatedHumanNode(CecmNode):
             self.create_subscription(RobotIntent, 'robot/intent',
                                      self.guarded(self._on_intent, 'robot/intent'),
                                      QOS_EVENTS, callback_group=serial),
+            # Another group than the intents': an intent waits for its step's state.
+            self.create_subscription(TeamState, 'team_state',
+                                     self.guarded(self._on_team_state, 'team_state'),
+                                     QOS_TEAM_STATE, callback_group=self.group),
         ]
         self.get_logger().info(f'partner {spec!r}: lacks '
                                f'{self.model.catalog.describe_missing(self.truth)}')
@@ -147,6 +162,7 @@ class SimulatedHumanNode(CecmNode):
         self.task, self.attempt = task, msg.attempt
         with self.locked():
             self.acted = {}
+            self.run_began = time.monotonic()
         # As in `cecm experiment`: one partner per task, seeded by seed and task id.
         self.human = CoreHuman(self.planner, self.truth, self.forgo,
                                seed=partner_seed(self.param('seed'), task.task_id))
@@ -185,7 +201,7 @@ class SimulatedHumanNode(CecmNode):
                 f'not for the run the partner is in (current: {current}); held in case '
                 'that run is requested next')
             return
-        step = self.human.step_index
+        step = self.human.step
         if msg.step == step - 1 and self._resend(msg.task_id, msg.step):
             return
         if msg.step != step:
@@ -199,11 +215,58 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring intent for step {step} of task '
                                       f'{msg.task_id}: {error}')
             return
+        self._follow_world(msg.task_id, step)
         if self.answers and not msg.repeated:   # a repeat's window is closed
             self._answer(msg.task_id, msg.attempt, step, intended)
         own = self.human.current_step.human
         self.human.advance()
         self._act(msg.task_id, step, own)
+
+    def _on_team_state(self, msg: TeamState) -> None:
+        try:
+            state = conv.state_from_team_state(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring team_state: {error}')
+            return
+        with self.locked():
+            self.states[(msg.task_id, msg.step)] = (state, time.monotonic())
+            self.states.move_to_end((msg.task_id, msg.step))
+            while len(self.states) > STATES_KEPT:
+                self.states.popitem(last=False)
+        self.notify()
+
+    def _state_at(self, task_id: str, step: int) -> int | None:
+        """The world's state at ``step`` of the current run, once it is known."""
+        with self.locked():
+            seen = self.states.get((task_id, step))
+        return seen[0] if seen is not None and seen[1] >= self.run_began else None
+
+    def _follow_world(self, task_id: str, step: int) -> None:
+        """Re-plan from the world's state when it is not what the plan predicted. Step 0
+        is the task's start, which the plan starts from; a partner that answers the
+        intents enforces its plan, so the world cannot leave it."""
+        if self.answers or step == 0 or self.human.plan is None:
+            return
+        self.wait_until(lambda: self._state_at(task_id, step) is not None, STATE_WAIT_S)
+        state = self._state_at(task_id, step)
+        if state is None:
+            self.get_logger().warning(f'step {step}: no team_state of this step yet; going '
+                                      'on with the plan')
+            return
+        if self.human.expects(state):
+            return
+        try:
+            plan = self.human.replan(state)
+        except CecmError as error:
+            self.get_logger().error(f'step {step}: the world left the plan and no new one '
+                                    f'was found ({error}); the partner goes on with its old '
+                                    'plan')
+            return
+        # Step t of the task stays step t of the published plan (the panel's hints).
+        self.plan_pub.publish(conv.plan_msg(self.human.task_plan(), self.model.catalog,
+                                            self.human.willing, 'truth', self.stamp()))
+        self.get_logger().info(f'step {step}: the world is not where the plan predicted; '
+                               f're-planned {len(plan.steps)} joint steps from there')
 
     def _answer(self, task_id: str, attempt: int, step: int, intended: str) -> None:
         if self.human.plan is None:   # no plan of its own: agree and wait

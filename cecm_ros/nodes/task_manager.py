@@ -345,7 +345,9 @@ class TaskManager(CecmNode):
         if not self._plan_is_valid(msg, 'human/joint_plan'):
             return
         with self.locked():
-            self.human_plans[msg.task_id] = msg
+            # The first, as for the robot: a partner that re-plans mid-task (nobody
+            # enforced its plan) publishes its plan again, with the steps taken in front.
+            self.human_plans.setdefault(msg.task_id, msg)
         self.notify()
 
     def _on_graph_status(self, msg: GraphStatus) -> None:

@@ -455,7 +455,8 @@ class SessionState:
                 max(0.0, window - (time.monotonic() - current.received))
             plan = self.partner_plans.get(current.task_id)
             # What the (simulated) partner's own plan has the robot do here; None past
-            # its end (the partner does not re-plan, so later it has nothing to say).
+            # its end. A partner that re-plans publishes the whole task's plan again
+            # (the steps taken in front), so the task's step indexes it.
             expects = None
             if plan is not None and current.step < len(plan.steps):
                 expects = plan.steps[current.step].robot_action
