@@ -49,6 +49,19 @@ def test_the_paired_difference_refuses_folders_of_other_runs(tmp_path):
     second = _runs_csv(tmp_path / 'b', {0: 0.5})
     done = _paired(str(first), str(second), '--task', '2')
     assert done.returncode == 2 and 'must hold the same runs at task 2' in done.stderr
+    done = _paired(str(first), str(first), str(second), '--task', '2')
+    assert done.returncode == 2 and 'folders come in pairs' in done.stderr
+
+
+def test_pairs_of_other_seeds_are_pooled_run_by_run(tmp_path):
+    seed0 = (_runs_csv(tmp_path / 'a0', {0: 1.0, 1: 0.5}),
+             _runs_csv(tmp_path / 'b0', {0: 0.5, 1: 0.5}))
+    seed1 = (_runs_csv(tmp_path / 'a1', {0: 0.75}), _runs_csv(tmp_path / 'b1', {0: 1.0}))
+    done = _paired(*map(str, seed0 + seed1), '--task', '2')
+    assert done.returncode == 0, done.stderr
+    # the same three differences as above, from two pairs
+    assert '2 pairs pooled' in done.stdout
+    assert '+0.083 [-0.865, +1.032] over 3 runs; won 1, tied 1, lost 1' in done.stdout
 
 
 @pytest.fixture(scope='module')
