@@ -12,6 +12,7 @@ from cecm_ros.core.partners import (
     SimulatedHuman,
     off_plan,
     run_shared_task,
+    steps_off_plan,
 )
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.simulator import WorldSimulator, predicted_trajectory
@@ -242,3 +243,15 @@ def test_the_robot_plans_alone_once_the_partner_leaves_its_part_undone(model, pl
             'belief'
     with pytest.raises(ValueError, match='idle_limit'):
         ReplanRule(idle_limit=-1)
+
+
+def test_steps_off_the_partners_plan_are_counted(model, planners, task):
+    truth = model.catalog.resolve('low_capability')
+    record, _robot, _human = run(model, planners, task, model.catalog.all_capable(), truth)
+    executed = [(step.robot.action, step.human.action) for step in record.steps]
+    # The paper's protocol: the partner's plan, step for step, whatever the robot believed.
+    assert steps_off_plan(record.human_plan, executed) == 0
+    swapped = [(NOOP, human) for _robot_action, human in executed[:1]] + executed[1:]
+    assert steps_off_plan(record.human_plan, swapped) == int(executed[0][0] != NOOP)
+    assert steps_off_plan(record.human_plan, executed + [(NOOP, NOOP)]) == 0
+    assert steps_off_plan(record.human_plan, executed[:-1]) == 1

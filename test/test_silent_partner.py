@@ -63,6 +63,9 @@ def test_a_task_nobody_corrects_still_reaches_its_goal(tmp_path):
         # The first task waits on a partner who waits on the robot: the robot takes over.
         assert 'the robot plans the rest alone' in executor, logs
         assert 'joint steps for the robot alone' in executor, logs
+        # The session says that this task's evidence broke CE-CM's assumption.
+        assert "were not the partner's plan: nobody enforced it" in \
+            processes.log('task_manager'), logs
         assert f'goal not reached after {MAX_STEPS} steps' not in executor
     finally:
         processes.close()

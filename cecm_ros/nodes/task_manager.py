@@ -42,12 +42,13 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.parameter import parameter_value_to_python
 
 from cecm_ros.action import EstimateCapabilities, RunTask
-from cecm_ros.core.domain import Task
+from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.core.experiment import TASK_CHOICES
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
 from cecm_ros.core.metrics import HeldoutPool
+from cecm_ros.core.partners import steps_off_plan
 from cecm_ros.core.planner import JointPlan as CorePlan
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import (
@@ -765,6 +766,7 @@ class TaskManager(CecmNode):
                                f'{run.message or _status_name(status)}')
         outcome = run.outcome
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
+        self._check_partner_plan_followed(label, task.task_id, trajectory)
         estimate_goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
             task_id=task.task_id, partner_id=self.partner_id, session_id=self.session_id,
             task_index=index, goal_propositions=sorted(task.goal), trajectory=trajectory,
@@ -896,6 +898,31 @@ class TaskManager(CecmNode):
                                'true capabilities, beside the first task')
         self.pool_warming = threading.Thread(target=warm, name='heldout_pool', daemon=True)
         self.pool_warming.start()
+
+    def _check_partner_plan_followed(self, label: str, task_id: str, trajectory) -> None:
+        """CE-CM assumes the team followed the partner's plan (the partner enforces it).
+        A simulated partner publishes that plan: say when the task went otherwise (nobody
+        answered for a partner that leaves the answers to a person), since its evidence
+        may then mislead the belief. Without a partner plan (a person) nothing is known."""
+        with self.locked():
+            msg = self.human_plans.get(task_id)
+        if msg is None:
+            return
+        try:
+            plan = conv.plan_from_msg(self.model, msg)
+            executed = [(conv.canonical_action(self.model, s.robot_action or NOOP, 'robot'),
+                         conv.canonical_action(self.model, s.human_action or NOOP, 'human'))
+                        for s in trajectory[1:]]
+        except conv.MessageError as error:
+            self.get_logger().warning(f'{label}: cannot compare the steps taken with the '
+                                      f"partner's plan: {error}")
+            return
+        off = steps_off_plan(plan, executed)
+        if off:
+            self.get_logger().warning(
+                f"{label}: {off} of {max(len(executed), len(plan.steps))} steps were not the "
+                "partner's plan: nobody enforced it (answer for a simulated partner). "
+                "CE-CM assumes they were, so this task's evidence may mislead the belief")
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
