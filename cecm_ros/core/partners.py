@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 
 import numpy as np
 
@@ -79,11 +80,8 @@ def steps_off_plan(plan: JointPlan, executed: list[tuple[str, str]]) -> int:
     """How many of the joint steps executed, as (robot action, human action), are not the
     plan's step at that place (either longer sequence counts its extra steps). 0 for a
     task run as the paper's protocol runs it: a partner that enforces its plan."""
-    length = max(len(plan.steps), len(executed))
-    planned = [(step.robot, step.human) for step in plan.steps]
-    planned += [(NOOP, NOOP)] * (length - len(planned))
-    executed = list(executed) + [(NOOP, NOOP)] * (length - len(executed))
-    return sum(a != b for a, b in zip(planned, executed, strict=True))
+    planned = ((step.robot, step.human) for step in plan.steps)
+    return sum(a != b for a, b in zip_longest(planned, executed, fillvalue=(NOOP, NOOP)))
 
 
 @dataclass(frozen=True)
