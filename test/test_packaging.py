@@ -77,6 +77,16 @@ def test_package_xml_is_format_3_ament_cmake():
     assert 'rosidl_interface_packages' in groups
 
 
+def test_the_license_file_is_the_one_the_metadata_declares(monkeypatch):
+    """package.xml, setup.py and the README say Apache-2.0; users, distributions and ROS
+    tooling look for the text itself in LICENSE."""
+    declared = ET.parse(REPO / 'package.xml').getroot().findtext('license')
+    assert declared == setup_py_kwargs(monkeypatch)['license'] == 'Apache-2.0'
+    text = (REPO / 'LICENSE').read_text()
+    assert text.lstrip().startswith('Apache License')
+    assert 'Version 2.0, January 2004' in text and 'END OF TERMS AND CONDITIONS' in text
+
+
 def test_package_xml_passes_catkin_pkg_validation():
     # catkin_pkg is what colcon uses; it also validates e-mail addresses.
     package = pytest.importorskip('catkin_pkg.package')
