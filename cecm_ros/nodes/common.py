@@ -93,6 +93,46 @@ class SafeActionClient(ActionClient):
         self._logger = node.get_logger().get_child('action_client')
         super().__init__(node, action_type, action_name, **kwargs)
 
+    def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
+        """Send a goal; the future completes with the goal handle when the server answers.
+
+        rclpy 9.1.2 (Kilted's wheel) registers the goal request twice: once under the
+        client's lock, then again outside it with a second future that replaces the first
+        as the pending request and is given to the caller. A goal response that the
+        executor delivers in between completes the first future, which nobody holds: the
+        caller's never completes (a goal "not answered", sent again). One delivered after
+        the second future is filed but before it is registered with the executor makes
+        its done callback run in the caller's thread, and that callback unregisters a
+        future not yet registered: ``ValueError: list.remove(x): x not in list``, raised
+        from here into whoever sent the goal (the executor aborted a healthy task with it
+        under load). Here one future is registered with the executor and given its
+        clean-up before it becomes the pending request, all under the lock that the
+        executor takes to read responses, so any order of events is safe.
+        """
+        needed = ('_client_handle', '_pending_goal_requests',
+                  '_goal_sequence_number_to_goal_id', '_feedback_callbacks')
+        if not all(hasattr(self, name) for name in needed):   # another rclpy's layout
+            return super().send_goal_async(goal, feedback_callback=feedback_callback,
+                                           goal_uuid=goal_uuid)
+        if not isinstance(goal, self._action_type.Goal):
+            raise TypeError(f'expected a goal of type {self._action_type.Goal.__name__}, '
+                            f'got {type(goal).__name__}')
+        request = self._action_type.Impl.SendGoalService.Request()
+        request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
+        request.goal = goal
+        if feedback_callback is not None:
+            self._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
+        future = Future()
+        with self._lock:
+            sequence = self._client_handle.send_goal_request(request)
+            if sequence in self._pending_goal_requests:
+                raise RuntimeError(f'goal request {sequence} is already pending')
+            self._goal_sequence_number_to_goal_id[sequence] = request.goal_id
+            self.add_future(future)
+            future.add_done_callback(self._remove_pending_goal_request)
+            self._pending_goal_requests[sequence] = future
+        return future
+
 
 # A peer whose service or action server has been gone this long while we waited for its
 # answer is taken for dead (the lifecycle manager will bring it back).
