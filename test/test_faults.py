@@ -70,7 +70,10 @@ def undisturbed():
 class FaultySession:
     """The graph with respawning processes, a client watching it, and its outputs."""
 
-    def __init__(self, work: Path, task_manager: dict | None = None):
+    def __init__(self, work: Path, task_manager: dict | None = None,
+                 others: dict[str, dict] | None = None):
+        """``task_manager``: its parameters beyond the session's; ``others``: parameters
+        of other nodes (the lifecycle manager's too), by node name."""
         executables, params = installed_or_skip(MANAGER)
         self.ros_domain = RosDomain()
         self.work = work
@@ -94,9 +97,11 @@ class FaultySession:
                              'summary_path': str(self.summary_path),
                              'journal_dir': str(work / 'journal'), **(task_manager or {})},
         }
+        for node, extra in (others or {}).items():
+            overrides[node] = {**overrides.get(node, {}), **extra}
         for node in NODES:
             self.processes.start(node, overrides.get(node))
-        self.processes.start(MANAGER)
+        self.processes.start(MANAGER, overrides.get(MANAGER))
 
     # ------------------------------------------------------------ watching
     def all_active(self) -> bool:
@@ -249,6 +254,38 @@ def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, 
         assert graph.respawns['executor'] == 0   # it was not killed: it came back itself
         assert killed, 'no Fast Downward search was seen to kill'
         assert reported in session.processes.log('capability_estimator')
+    finally:
+        session.close()
+
+
+def test_a_task_whose_partner_stalls_past_the_robots_patience_runs_again(tmp_path):
+    """A busy machine can stall a process for longer than a peer waits for it, with no
+    node lost: here the partner stops for longer than the executor waits for a skill,
+    and the lifecycle manager is told to be patient enough never to call it lost. The
+    executor aborts the task saying it may be run again; the task manager runs it
+    again (logged as an interruption with the reason) instead of counting it failed."""
+    tasks = 2
+    session = FaultySession(tmp_path, {'num_tasks': tasks}, others={
+        'executor': {'skill_timeout_s': 2.0, 'correction_window_s': 0.5},
+        MANAGER: {'heartbeat_misses': 1000}})
+    try:
+        session.wait(session.all_active, 120.0, 'start-up')
+        session.wait(session.next_step(), 120.0, 'a step of the first task')
+        graph = session.processes.graph
+        graph.signal('simulated_human', signal.SIGSTOP)
+        try:
+            session.processes.wait_for_log('executor', 'it may be run again', 60.0)
+        finally:
+            graph.signal('simulated_human', signal.SIGCONT)
+        summary, belief, log = session.result()
+        assert summary['failed_tasks'] == [], session.errors()
+        assert [entry.task_index for entry in log] == list(range(tasks))
+        assert belief.tasks_seen == tasks
+        reasons = [entry['reason'] for entry in summary['interruptions']]
+        assert any('gave no answer within 2 s' in reason for reason in reasons), reasons
+        # Nobody was reported lost: only the executor's word saved the task.
+        assert all(n.responsive for status in session.status for n in status.nodes)
+        assert graph.respawns['simulated_human'] == 0
     finally:
         session.close()
 

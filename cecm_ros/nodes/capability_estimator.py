@@ -22,7 +22,7 @@ import time
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from cecm_ros.action import EstimateCapabilities
-from cecm_ros.core.errors import CecmError
+from cecm_ros.core.errors import CecmError, PlanningError
 from cecm_ros.core.estimator import (
     NODE_PARAMETERS,
     CapabilityBelief,
@@ -238,16 +238,21 @@ class CapabilityEstimator(CecmNode):
             report, updated = self._update(goal_handle, outcome)
         except (conv.MessageError, CecmError, ValueError) as error:
             result.message = f'update failed, belief unchanged: {error}'
+            # A malformed outcome stays malformed; a crashed search, or the store
+            # logging the task meanwhile, may go otherwise when it is sent again.
+            result.retry = isinstance(error, PlanningError) or not isinstance(error,
+                                                                               CecmError)
             self.get_logger().warning(f'task {outcome.task_id!r}: {result.message}')
             finish_goal(goal_handle.abort)
         except _CanceledError:
-            result.message = 'canceled, belief unchanged'
+            result.message, result.retry = 'canceled, belief unchanged', True
             finish_goal(goal_handle.canceled)
         except StopRequestedError as stopped:
-            result.message = f'{stopped}; belief unchanged'
+            result.message, result.retry = f'{stopped}; belief unchanged', True
             finish_goal(goal_handle.abort)
         except Exception as error:  # noqa: BLE001 - keep serving; the belief is restored
-            result.message = f'update failed, belief unchanged: {error}'
+            result.message = f'update failed, belief unchanged: internal error: {error!r}'
+            result.retry = True
             self.get_logger().error(f'task {outcome.task_id!r}: {result.message}')
             finish_goal(goal_handle.abort)
         else:

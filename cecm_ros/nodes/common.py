@@ -576,6 +576,8 @@ class CecmNode(LifecycleNode):
                 self.get_logger().error(f'{what}: {error}')
                 self.get_logger().debug(traceback.format_exc())
                 response.success, response.message = False, f'internal error: {error}'
+                if hasattr(response, 'retry'):   # nothing said the request was wrong
+                    response.retry = True
             return response
         return run
 

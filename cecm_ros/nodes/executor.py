@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import traceback
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -57,7 +58,14 @@ TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
 
 
 class TaskAbortedError(Exception):
-    """The task cannot go on; the message says why."""
+    """The task cannot go on; the message says why. ``retry``: the cause is not the task's
+    own (a peer that did not answer, a world out of step), so running it again from its
+    start may succeed; a goal that no plan reaches, or a malformed request, is the
+    task's own."""
+
+    def __init__(self, message: str, retry: bool = True):
+        super().__init__(message)
+        self.retry = retry
 
 
 class Executor(CecmNode):
@@ -269,21 +277,29 @@ class Executor(CecmNode):
             self.get_logger().info(f'task {task.task_id}: started')
             result = self._run(goal_handle, task, request.partner_id, request.attempt)
             finish_goal(goal_handle.succeed if result.success else goal_handle.abort)
-        except (conv.MessageError, TaskAbortedError) as error:
+        except conv.MessageError as error:
             result.message = str(error)
-            self.get_logger().error(f'task {request.task_id!r} aborted: {error}')
+            self.get_logger().error(f'task {request.task_id!r} refused: {error}')
+            finish_goal(goal_handle.abort)
+        except TaskAbortedError as error:
+            result.message, result.retry = str(error), error.retry
+            self.get_logger().error(f'task {request.task_id!r} aborted: {error}'
+                                    + ('; it may be run again' if error.retry else ''))
             finish_goal(goal_handle.abort)
         except (_CanceledError, WaitInterruptedError):
-            result.message = 'canceled'
+            result.message, result.retry = 'canceled', True
             self.get_logger().info(f'task {request.task_id}: canceled')
             finish_goal(goal_handle.canceled)
         except StopRequestedError as stopped:
-            result.message = f'task stopped: {stopped}'
+            result.message, result.retry = f'task stopped: {stopped}', True
             self.get_logger().warning(f'task {request.task_id!r}: {result.message}')
             finish_goal(goal_handle.abort)
         except Exception as error:  # noqa: BLE001 - abort with the reason, keep running
-            result.message = f'internal error: {error}'
-            self.get_logger().error(f'task {request.task_id!r}: {result.message}')
+            # Nothing about the task says it cannot be done: whoever sent it runs it again.
+            result.message, result.retry = f'internal error: {error!r}', True
+            self.get_logger().error(f'task {request.task_id!r}: {result.message}; it may '
+                                    'be run again')
+            self.get_logger().debug(traceback.format_exc())
             finish_goal(goal_handle.abort)
         finally:
             with self.locked():
@@ -387,7 +403,8 @@ class Executor(CecmNode):
         except PeerUnavailableError as error:
             raise TaskAbortedError(str(error)) from None
         if not response.success:
-            raise TaskAbortedError(f'the joint planner found no plan: {response.message}')
+            raise TaskAbortedError(f'the joint planner found no plan: {response.message}',
+                                   retry=response.retry)
         try:
             plan = conv.plan_from_msg(self.model, response.plan, start=state)
         except conv.MessageError as error:
@@ -461,7 +478,8 @@ class Executor(CecmNode):
 
         name = self.skill_names.get(kind)
         if name is None:
-            raise TaskAbortedError(f'step {step}: no robot skill server for {kind!r} ({action})')
+            raise TaskAbortedError(f'step {step}: no robot skill server for {kind!r} ({action})',
+                                   retry=False)
         goal = ExecuteSkill.Goal(task_id=task_id, attempt=attempt, step=step, action=action)
         try:
             status, result = self.send_action_goal(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from cecm_ros.core.errors import CecmError
+from cecm_ros.core.errors import CecmError, PlanningError, UnsolvableTaskError
 from cecm_ros.core.planner import JointPlanner
 from cecm_ros.msg import CapabilityBelief, JointPlan
 from cecm_ros.nodes import conversions as conv
@@ -104,6 +104,10 @@ class JointPlannerNode(CecmNode):
         except CecmError as error:
             self.get_logger().warning(f'plan_task {task_id!r} failed: {error}')
             response.success, response.message = False, str(error)
+            # A search that crashed or ran out of time may succeed when asked again; a
+            # goal that cannot be reached, or a malformed request, will not.
+            response.retry = (isinstance(error, PlanningError)
+                              and not isinstance(error, UnsolvableTaskError))
             return response
         response.plan = conv.plan_msg(plan, catalog, vector, planned_for, self.stamp())
         response.success = True

@@ -13,9 +13,12 @@ Sessions survive faults. Each has an id (``session_id``, by default derived from
 partner and the seed), and every outcome sent to the estimator carries it with the
 task's position, so that the estimator never counts a task twice. When a task fails
 while the lifecycle manager reports a node lost or brought back
-(``lifecycle_manager/graph_status``), the task counts as interrupted: once every node is
-active again it is run again from its start state (at most ``max_interruptions`` times).
-A task that fails otherwise is reported as failed and the session goes on. A journal
+(``lifecycle_manager/graph_status``), or for a reason that is not the task's own (a peer
+that did not answer in time, an internal error here or in the executor or estimator:
+their results say ``retry``), the task counts as interrupted: once every node is active
+again it is run again from its start state (at most ``max_interruptions`` times). A task
+that fails for a reason of its own (no plan reaches its goal) is reported as failed and
+the session goes on. A journal
 (``journal_dir``) records what the session did, so that a task manager that is itself
 restarted resumes the session where it stopped; without a journal it asks the
 estimator which of the session's tasks it has applied.
@@ -29,6 +32,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 
@@ -90,6 +94,11 @@ ESTIMATOR_PARAMETERS = ('method', 'seed', *NODE_PARAMETERS)
 
 class SessionError(Exception):
     """The session cannot go on; the message says why."""
+
+
+class TaskFailedError(SessionError):
+    """The task failed for a reason of its own (no plan reaches its goal, the world or the
+    estimator refused it): running it again would fail again."""
 
 
 class TaskManager(CecmNode):
@@ -171,8 +180,10 @@ class TaskManager(CecmNode):
                      'How long to wait for a belief, partner plan or team state message',
                      low=0.1, high=3600.0)
         self.declare('max_interruptions', 10,
-                     'How often one task may be interrupted by lost nodes and run again; a '
-                     'task that fails without a lost node is not run again', low=0, high=1000)
+                     'How often one task may be interrupted and run again: by a lost node, '
+                     'or a failure that is not its own (a peer that did not answer in time, '
+                     'an internal error); a task that fails for a reason of its own (no '
+                     'plan reaches its goal) is not run again', low=0, high=1000)
         self.declare('recovery_timeout_s', 300.0,
                      'How long to wait for the graph to be active again after an interruption',
                      low=1.0, high=86_400.0)
@@ -626,6 +637,8 @@ class TaskManager(CecmNode):
                                self.param('disturbance_grace_s'))
 
     def _wait_graph_active(self, label: str) -> None:
+        if not self.param('graph_status_topic'):
+            return   # no lifecycle manager to say so: run the task again at once
         timeout = self.param('recovery_timeout_s')
         if not self.wait_until(lambda: self.graph is not None
                                and self._task_nodes_active(self.graph), timeout):
@@ -653,7 +666,12 @@ class TaskManager(CecmNode):
                  'reason': e['reason']} for e in journal.records('interrupted')]
 
     def _run_with_retries(self, journal: SessionJournal, index: int, count: int, task: Task):
-        """Run a task; again from its start after each interruption; None if it failed."""
+        """Run a task; again from its start after each interruption; None if it failed.
+
+        Only a failure of the task's own (TaskFailedError) counts as failed, and not even
+        that when a node was lost meanwhile. Anything else (a node lost, a peer that did
+        not answer in time on a busy machine, an internal error here or in a peer)
+        interrupts the task, which runs again."""
         label = f'[task {index + 1}/{count}] {task.task_id}'
         interruptions = 0
         while True:
@@ -665,8 +683,13 @@ class TaskManager(CecmNode):
                 raise
             except WaitInterruptedError:
                 failure, disturbed = RuntimeError('a node was lost while the task ran'), True
-            except (SessionError, CecmError, RuntimeError) as error:
+            except TaskFailedError as error:
                 failure, disturbed = error, self._disturbed(before)
+            except (SessionError, CecmError, RuntimeError) as error:
+                failure, disturbed = error, True
+            except Exception as error:  # noqa: BLE001 - an internal error of this node
+                self.get_logger().debug(traceback.format_exc())
+                failure, disturbed = RuntimeError(f'internal error: {error!r}'), True
             if disturbed and interruptions < self.param('max_interruptions'):
                 interruptions += 1
                 self._interrupted(journal, index, task, interruptions, str(failure))
@@ -750,7 +773,7 @@ class TaskManager(CecmNode):
         response = self.call_service(self.reset_client, ResetWorld.Request(task=request),
                                      f'{label}: reset_world', wait_s, 30.0, resend_s=5.0)
         if not response.success:
-            raise SessionError(f'{label}: reset_world failed: {response.message}')
+            raise TaskFailedError(f'{label}: reset_world failed: {response.message}')
         self.request_pub.publish(request)
         if self.param('wait_for_partner_plan') and not self.wait_until(
                 lambda: task.task_id in self.human_plans, self.param('message_timeout_s')):
@@ -762,8 +785,10 @@ class TaskManager(CecmNode):
             f'{label}: run_task', self.param('task_timeout_s'),
             interrupt=lambda: self._graph_changed(before))
         if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
-            raise SessionError(f'{label}: the executor did not finish the task: '
-                               f'{run.message or _status_name(status)}')
+            failure = TaskFailedError if status == GoalStatus.STATUS_SUCCEEDED or not \
+                run.retry else SessionError
+            raise failure(f'{label}: the executor did not finish the task: '
+                          f'{run.message or _status_name(status)}')
         outcome = run.outcome
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
         self._check_partner_plan_followed(label, task.task_id, trajectory)
@@ -779,8 +804,9 @@ class TaskManager(CecmNode):
             f'{label}: estimate', self.param('estimate_timeout_s'),
             interrupt=lambda: self._graph_changed(before, self.param('estimator_node')))
         if status != GoalStatus.STATUS_SUCCEEDED:
-            raise SessionError(f'{label}: the belief update failed: '
-                               f'{update.message or _status_name(status)}')
+            failure = SessionError if update.retry else TaskFailedError
+            raise failure(f'{label}: the belief update failed: '
+                          f'{update.message or _status_name(status)}')
         belief = self._wait_belief(max(seen, update.belief.tasks_seen), 'the updated belief',
                                    fallback=update.belief)
         estimate = conv.estimate_from_belief_msg(self.model.catalog, belief)
