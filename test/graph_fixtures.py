@@ -1,6 +1,13 @@
 """Helpers for the node-graph tests: start the installed executables, talk to them over DDS.
 
 Plain functions and classes only (no fixtures), like core_fixtures.py.
+
+Waiting on a busy machine. A test that waits for a graph to get somewhere waits while
+the graph is still making progress (its node logs grow, steps are taken) and fails on a
+stall (``wait_progressing``), not after a fixed time that a loaded machine exceeds. The
+limits that remain (a stall's length, an answer's, a safety cap on a whole session) are
+multiplied by ``CECM_TEST_TIME_SCALE`` (default 1; ``bench/load_harness.py`` sets it to
+1 + its load, and ``.ci/run`` to what it measures of the machine).
 """
 
 from __future__ import annotations
@@ -14,6 +21,56 @@ from pathlib import Path
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
+# A graph at work logs every joint step, plan and update; this long without a new line
+# (or another sign of progress) is a stall, times CECM_TEST_TIME_SCALE.
+STALL_S = 90.0
+
+
+def time_scale() -> float:
+    """CECM_TEST_TIME_SCALE: how many times slower than an idle machine this one may be."""
+    text = os.environ.get('CECM_TEST_TIME_SCALE', '').strip()
+    if not text:
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not value >= 1.0:
+        raise ValueError(f'CECM_TEST_TIME_SCALE={text!r}: give a number of at least 1')
+    return value
+
+
+TIME_SCALE = time_scale()
+
+
+def scaled(seconds: float) -> float:
+    """A time limit of an idle machine, stretched for this one."""
+    return seconds * TIME_SCALE
+
+
+def wait_progressing(done, progress, what: str, stall_s: float = STALL_S,
+                     limit_s: float = 1800.0, detail=lambda: '') -> None:
+    """Wait until ``done()`` holds, for as long as ``progress()`` (any value that changes
+    while the graph works, e.g. the size of its logs) keeps changing.
+
+    Raises AssertionError naming ``what`` when nothing progressed for ``stall_s``, or,
+    as a safety net against a graph that works without end, after ``limit_s`` (both
+    scaled); ``detail()`` is added to the message.
+    """
+    started = changed = time.monotonic()
+    seen = progress()
+    while not done():
+        now = time.monotonic()
+        current = progress()
+        if current != seen:
+            seen, changed = current, now
+        if now - changed > scaled(stall_s):
+            raise AssertionError(f'{what} did not happen: nothing progressed for '
+                                 f'{scaled(stall_s):.0f} s\n{detail()}')
+        if now - started > scaled(limit_s):
+            raise AssertionError(f'{what} did not happen within {scaled(limit_s):.0f} s, '
+                                 f'though the graph kept working\n{detail()}')
+        time.sleep(0.2)
 
 
 def installed_paths() -> tuple[Path, Path]:
@@ -106,13 +163,37 @@ class NodeProcesses:
         return self.graph.alive(name)
 
     def wait_for_log(self, name: str, text: str, timeout_s: float, count: int = 1) -> bool:
-        """Wait until ``text`` occurs ``count`` times in the node's log."""
-        deadline = time.monotonic() + timeout_s
+        """Wait until ``text`` occurs ``count`` times in the node's log (``timeout_s``
+        scaled)."""
+        deadline = time.monotonic() + scaled(timeout_s)
         while time.monotonic() < deadline:
             if self.log(name).count(text) >= count:
                 return True
             time.sleep(0.2)
         return self.log(name).count(text) >= count
+
+    def activity(self) -> int:
+        """How much every process has logged so far: grows while the graph works."""
+        total = 0
+        for path in self.graph.log_dir.rglob('*.log'):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+        return total
+
+    def wait_for_exit(self, name: str, what: str, stall_s: float = STALL_S,
+                      limit_s: float = 1800.0) -> int | None:
+        """The exit code of ``name`` once it ends, waiting while the graph progresses
+        (wait_progressing); None, with the reason printed, when it stalls first."""
+        process = self.processes[name]
+        try:
+            wait_progressing(lambda: process.poll() is not None, self.activity, what,
+                             stall_s, limit_s)
+        except AssertionError as error:
+            print(f'{name}: {error}')
+            return None
+        return process.returncode
 
     def interrupt(self, names, timeout_s: float = 20.0) -> dict[str, int | None]:
         """SIGINT to each; their exit codes (None: had to be killed)."""
@@ -155,12 +236,13 @@ class RosClient:
         return self.node.create_subscription(msg_type, topic, store, qos)
 
     def wait_for(self, predicate, timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds after a message came (``timeout_s`` scaled)."""
         with self.condition:
-            return self.condition.wait_for(predicate, timeout_s)
+            return self.condition.wait_for(predicate, scaled(timeout_s))
 
     def wait_for_nodes(self, names, timeout_s: float) -> bool:
         """Wait until this node has discovered every named node (their participants)."""
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + scaled(timeout_s)
         while time.monotonic() < deadline:
             if set(names) <= set(self.node.get_node_names()):
                 return True
@@ -168,16 +250,17 @@ class RosClient:
         return set(names) <= set(self.node.get_node_names())
 
     def result(self, future, timeout_s: float):
+        """The future's result (``timeout_s`` scaled)."""
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout_s):
-            raise TimeoutError(f'no answer within {timeout_s} s')
+        if not done.wait(scaled(timeout_s)):
+            raise TimeoutError(f'no answer within {scaled(timeout_s):g} s')
         return future.result()
 
     def call(self, srv_type, name: str, request, timeout_s: float = 30.0):
         client = self.node.create_client(srv_type, name)
         try:
-            if not client.wait_for_service(timeout_sec=timeout_s):
+            if not client.wait_for_service(timeout_sec=scaled(timeout_s)):
                 raise TimeoutError(f'service {name} not available')
             return self.result(client.call_async(request), timeout_s)
         finally:
@@ -189,7 +272,7 @@ class RosClient:
 
         client = SafeActionClient(self.node, action_type, name)
         try:
-            if not client.wait_for_server(timeout_sec=timeout_s):
+            if not client.wait_for_server(timeout_sec=scaled(timeout_s)):
                 raise TimeoutError(f'action server {name} not available')
             handle = self.result(client.send_goal_async(goal), timeout_s)
             if not handle.accepted:

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from graph_fixtures import RosClient, RosDomain  # noqa: E402
+from graph_fixtures import RosClient, RosDomain, scaled  # noqa: E402
 
 from cecm_ros.action import ExecuteSkill  # noqa: E402
 from cecm_ros.nodes.common import SafeActionClient  # noqa: E402
@@ -79,7 +79,7 @@ def test_a_goal_answered_while_its_request_is_filed_reaches_the_sender():
             assert result.result.message == f'step {step}'
         assert pending.filings == 2, 'each goal request is filed once'
         assert not client._pending_goal_requests, 'answered requests are cleaned up'
-        deadline = time.monotonic() + 5.0   # clean-ups run as executor tasks
+        deadline = time.monotonic() + scaled(5.0)   # clean-ups run as executor tasks
         while client._futures and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not client._futures, 'no answered future stays registered'

@@ -34,6 +34,8 @@ from graph_fixtures import (  # noqa: E402
     RosClient,
     RosDomain,
     installed_or_skip,
+    scaled,
+    wait_progressing,
 )
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
@@ -87,7 +89,6 @@ SAMPLES = 30
 SEED = 0
 SESSION_ID = f'partner-seed{SEED}'   # the task manager's default: <partner_id>-seed<seed>
 START_TIMEOUT_S = 180.0
-SESSION_TIMEOUT_S = 300.0
 LOG_TIMEOUT_S = 20.0
 RESEND_S = 15.0
 # The robot waits this long for an answer to an intent. The simulated partner answers
@@ -156,7 +157,7 @@ class Graph:
         return client
 
     def _answer(self, send, name: str, timeout_s: float, forget=None):
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + scaled(timeout_s)
         while True:
             future = send()
             try:
@@ -169,7 +170,7 @@ class Graph:
 
     def call(self, srv_type, name: str, request, timeout_s: float = 120.0):
         client = self._kept(srv_type, name, lambda node, kind, n: node.create_client(kind, n))
-        assert client.wait_for_service(timeout_sec=timeout_s), f'{name} not available'
+        assert client.wait_for_service(timeout_sec=scaled(timeout_s)), f'{name} not available'
         return self._answer(lambda: client.call_async(request), name, timeout_s,
                             client.remove_pending_request)
 
@@ -177,7 +178,7 @@ class Graph:
         """The result of an accepted goal (its ``result`` and ``status``), None if rejected."""
         # rclpy's ActionClient, created while an executor spins, can kill its thread.
         client = self._kept(action_type, name, SafeActionClient)
-        assert client.wait_for_server(timeout_sec=timeout_s), f'{name} not available'
+        assert client.wait_for_server(timeout_sec=scaled(timeout_s)), f'{name} not available'
         handle = self._answer(lambda: client.send_goal_async(goal), name, timeout_s)
         if not handle.accepted:
             return None
@@ -205,7 +206,7 @@ class Graph:
                   Transition.TRANSITION_CLEANUP: State.PRIMARY_STATE_UNCONFIGURED}[transition]
         name = f'{node}/change_state'
         client = self._kept(ChangeState, name, lambda n, kind, s: n.create_client(kind, s))
-        assert client.wait_for_service(timeout_sec=120.0), f'{name} not available'
+        assert client.wait_for_service(timeout_sec=scaled(120.0)), f'{name} not available'
         request = ChangeState.Request(transition=Transition(id=transition))
         for _ in range(8):
             future = client.call_async(request)
@@ -232,7 +233,7 @@ class Graph:
                 msg_type, topic, qos)
         own = sum(1 for info in self.node.get_subscriptions_info_by_topic(topic)
                   if info.node_name == self.node.get_name())
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + scaled(30.0)
         while publisher.get_subscription_count() < subscribers + own and \
                 time.monotonic() < deadline:
             time.sleep(0.05)
@@ -291,7 +292,7 @@ def graph(tmp_path_factory):
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
                                  'store_path': str(g.store_path)},
         'simulated_human': {'partner': PARTNER},
-        'executor': {'state_timeout_s': 5.0, 'correction_window_s': CORRECTION_WINDOW_S},
+        'executor': {'state_timeout_s': scaled(5.0), 'correction_window_s': CORRECTION_WINDOW_S},
         'task_manager': {'partner': PARTNER, 'seed': SEED, 'num_tasks': 1,
                          'autostart_tasks': False, 'heldout_tasks': 0,
                          'summary_path': str(g.summary_path)},
@@ -410,10 +411,8 @@ def session(graph):
         start = g._clients['task_manager/start']
         futures = [start.call_async(StartTasks.Request(num_tasks=1)) for _ in range(2)]
         result['starts'] = [g.client.result(f, 60.0) for f in futures]
-        deadline = time.monotonic() + SESSION_TIMEOUT_S
-        while not g.summary_path.is_file() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert g.summary_path.is_file(), g.processes.graph.errors(60)
+        wait_progressing(g.summary_path.is_file, g.processes.activity, 'the end of the session',
+                         detail=lambda: g.processes.graph.errors(60))
         time.sleep(1.0)   # late duplicates are still answered before the checks
         result['summary'] = json.loads(g.summary_path.read_text())
         result['task_id'] = result['summary']['tasks'][0]['task_id']
@@ -948,7 +947,7 @@ def _attempt(g, session) -> int:
     """The attempt number of the session's run of its task (its TaskRequest, latched)."""
     requests: list[TaskRequest] = []
     stop = g.listen(TaskRequest, 'task/request', LATCHED, requests.append)
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + scaled(30.0)
     while not any(r.task_id == session['task_id'] for r in requests) and \
             time.monotonic() < deadline:
         time.sleep(0.1)

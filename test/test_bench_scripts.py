@@ -1,6 +1,7 @@
 """The analysis scripts in bench/ that docs/experiments.md quotes."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ BENCH = Path(__file__).resolve().parents[1] / 'bench'
 sys.path.insert(0, str(BENCH))
 
 import declined_plans  # noqa: E402
+import load_harness  # noqa: E402
 import twin_partners  # noqa: E402
 
 
@@ -104,3 +106,31 @@ def test_the_default_plan_set_explains_a_partner_who_declines_a_capability(plann
     assert counts['explained'][1] == 2
     # A set cut at the optimal cost holds the optimal plan alone (or its equals).
     assert counts['mean_set_size'][0] <= counts['mean_set_size'][1]
+
+
+def test_the_load_harness_finds_internal_errors_in_node_logs_and_output(tmp_path):
+    (tmp_path / 'graph').mkdir()
+    (tmp_path / 'graph' / 'executor.log').write_text(
+        "[INFO] [executor]: task t: started\n"
+        "[ERROR] [executor]: task 't': internal error: ValueError('x'); it may be run again\n")
+    (tmp_path / 'planner.log').write_text('[WARN] [joint_planner]: plan_task failed\n')
+    found = load_harness.internal_errors(tmp_path, 'Traceback (most recent call last):\n')
+    assert found == ["executor.log: [ERROR] [executor]: task 't': internal error: "
+                     "ValueError('x'); it may be run again",
+                     'output: Traceback (most recent call last):']
+
+
+def test_the_load_harness_runs_a_selection_beside_burners_and_reports_it(tmp_path):
+    """A small real run: one burner per two cores, a pytest selection that passes."""
+    venv_pytest = BENCH.parent / '.venv' / 'bin' / 'pytest'
+    if not venv_pytest.exists():
+        pytest.skip(f'{venv_pytest} missing (make build)')
+    done = subprocess.run(
+        [sys.executable, str(BENCH / 'load_harness.py'), '--load', '0.5', '--no-idle',
+         '--json', str(tmp_path / 'runs.json'), '--', 'test/test_core_trajectory.py'],
+        cwd=BENCH.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '1 of 1 loaded runs clean' in done.stdout
+    (run,) = json.loads((tmp_path / 'runs.json').read_text())
+    assert run['passed'] > 0 and run['failed'] == 0 and run['internal_errors'] == []
+    assert run['load'] == 0.5

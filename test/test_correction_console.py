@@ -15,7 +15,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
-from graph_fixtures import RosClient, RosDomain, installed_or_skip  # noqa: E402
+from graph_fixtures import RosClient, RosDomain, installed_or_skip, scaled  # noqa: E402
 
 from cecm_ros.msg import (  # noqa: E402
     Correction,
@@ -49,7 +49,7 @@ def console(tmp_path_factory):
     state = {'process': process, 'log': log_path, 'client': client, 'intents': intents,
              'steps': steps, 'corrections': corrections}
     try:
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + scaled(30.0)
         while time.monotonic() < deadline and not (
                 intents.get_subscription_count() and _publishers(client, subscription)):
             time.sleep(0.1)
@@ -76,7 +76,7 @@ def _output(console) -> str:
 
 def _wait_output(console, text: str, timeout_s: float = 15.0, since: int = 0) -> bool:
     """Whether ``text`` appears in the output (after its first ``since`` characters)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + scaled(timeout_s)
     while time.monotonic() < deadline:
         if text in _output(console)[since:]:
             return True

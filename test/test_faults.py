@@ -36,6 +36,8 @@ from graph_fixtures import (  # noqa: E402
     RosClient,
     RosDomain,
     installed_or_skip,
+    scaled,
+    wait_progressing,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
@@ -51,7 +53,9 @@ SEED = 0
 SAMPLES = 60
 # Long enough that seven kills, each after a step and a recovery, fit into one session.
 TASKS = 6
-SESSION_TIMEOUT_S = 420.0
+# Safety caps (scaled): every wait ends sooner when the graph stops making progress.
+SESSION_LIMIT_S = 1800.0
+STEP_LIMIT_S = 600.0
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -107,13 +111,10 @@ class FaultySession:
     def all_active(self) -> bool:
         return bool(self.status) and self.status[-1].all_active
 
-    def wait(self, predicate, timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f'{what} did not happen within {timeout_s:g} s\n'
-                                     f'{self.errors()}')
-            time.sleep(0.1)
+    def wait(self, predicate, what: str, limit_s: float = STEP_LIMIT_S) -> None:
+        """Wait for ``predicate`` while the session progresses (steps, log lines)."""
+        wait_progressing(predicate, lambda: (len(self.steps), self.processes.activity()),
+                         what, limit_s=limit_s, detail=self.errors)
 
     def errors(self) -> str:
         return self.processes.graph.errors(40)
@@ -130,13 +131,12 @@ class FaultySession:
             assert not self.finished(), f'the session ended before {name} could be killed'
             return self.all_active() and trigger()
 
-        self.wait(moment, 120.0, f'the moment to kill {name}')
+        self.wait(moment, f'the moment to kill {name}')
         respawns = self.processes.graph.respawns[name]
         self.processes.graph.signal(name, signal.SIGKILL)
-        self.wait(lambda: self.processes.graph.respawns[name] > respawns, 60.0,
+        self.wait(lambda: self.processes.graph.respawns[name] > respawns,
                   f'the respawn of {name}')
-        self.wait(lambda: self.all_active() or self.finished(), 120.0,
-                  f'{name} active again')
+        self.wait(lambda: self.all_active() or self.finished(), f'{name} active again')
 
     def next_step(self):
         """A trigger: the session has done a joint step since the trigger was made."""
@@ -150,7 +150,7 @@ class FaultySession:
 
     # ------------------------------------------------------------- results
     def result(self):
-        self.wait(self.finished, SESSION_TIMEOUT_S, 'the end of the session')
+        self.wait(self.finished, 'the end of the session', SESSION_LIMIT_S)
         summary = json.loads(self.summary_path.read_text())
         with PartnerStore(self.store_path) as store:
             belief = store.load('partner')
@@ -174,7 +174,7 @@ def _check_against_undisturbed(summary, belief, log, undisturbed, session):
 def test_a_node_killed_in_mid_session_costs_nothing(undisturbed, tmp_path):
     session = FaultySession(tmp_path)
     try:
-        session.wait(session.all_active, 120.0, 'start-up')
+        session.wait(session.all_active, 'start-up')
         estimator_log = lambda: session.processes.log('capability_estimator')  # noqa: E731
         updates = estimator_log().count('updating with a trajectory')
         # The estimator in the middle of an update; everyone else in the middle of a task.
@@ -215,7 +215,7 @@ def _children(pid: int, name: str) -> list[int]:
 def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, tmp_path):
     session = FaultySession(tmp_path)
     try:
-        session.wait(session.all_active, 120.0, 'start-up')
+        session.wait(session.all_active, 'start-up')
         graph = session.processes.graph
         # Kill the first Fast Downward search the estimator starts. A search can end
         # between being seen and being killed (then it was not killed at all): kill the
@@ -224,7 +224,7 @@ def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, 
         reported = 'killed by signal 9; running it again'
 
         def crash_a_search() -> None:
-            deadline = time.monotonic() + 240.0
+            deadline = time.monotonic() + scaled(240.0)
             while time.monotonic() < deadline and not session.finished():
                 if killed and session.processes.wait_for_log('capability_estimator', reported,
                                                              3.0):
@@ -240,11 +240,11 @@ def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, 
 
         crasher = threading.Thread(target=crash_a_search, daemon=True)
         crasher.start()
-        session.wait(session.next_step(), 120.0, 'a step of the first task')
+        session.wait(session.next_step(), 'a step of the first task')
         graph.signal('executor', signal.SIGSTOP)
         try:
             # Longer than the heartbeat's patience and the peers' 3 s for a lost server.
-            session.wait(lambda: not session.all_active(), 30.0, 'the executor reported lost')
+            session.wait(lambda: not session.all_active(), 'the executor reported lost')
             time.sleep(6.0)
         finally:
             graph.signal('executor', signal.SIGCONT)
@@ -269,8 +269,8 @@ def test_a_task_whose_partner_stalls_past_the_robots_patience_runs_again(tmp_pat
         'executor': {'skill_timeout_s': 2.0, 'correction_window_s': 0.5},
         MANAGER: {'heartbeat_misses': 1000}})
     try:
-        session.wait(session.all_active, 120.0, 'start-up')
-        session.wait(session.next_step(), 120.0, 'a step of the first task')
+        session.wait(session.all_active, 'start-up')
+        session.wait(session.next_step(), 'a step of the first task')
         graph = session.processes.graph
         graph.signal('simulated_human', signal.SIGSTOP)
         try:
@@ -284,7 +284,8 @@ def test_a_task_whose_partner_stalls_past_the_robots_patience_runs_again(tmp_pat
         reasons = [entry['reason'] for entry in summary['interruptions']]
         assert any('gave no answer within 2 s' in reason for reason in reasons), reasons
         # Nobody was reported lost: only the executor's word saved the task.
-        assert all(n.responsive for status in session.status for n in status.nodes)
+        assert 'no answer to' not in session.processes.log(MANAGER)
+        assert all(n.recoveries == 0 for n in session.status[-1].nodes)
         assert graph.respawns['simulated_human'] == 0
     finally:
         session.close()
@@ -319,7 +320,7 @@ def test_a_task_that_failed_stays_failed_when_the_task_manager_restarts(tmp_path
     ]}))
     session = FaultySession(tmp_path, {'tasks_file': str(tasks_file)})
     try:
-        session.wait(session.all_active, 120.0, 'start-up')
+        session.wait(session.all_active, 'start-up')
         failed = lambda: any(e.get('event') == 'failed'  # noqa: E731
                              for e in _journal_events(tmp_path))
         session.kill_when_running('task_manager', failed)
@@ -351,7 +352,7 @@ def test_a_task_manager_deactivated_while_it_plans_the_heldout_pool_loses_nothin
     session = FaultySession(tmp_path, {'num_tasks': tasks, 'heldout_tasks': 40})
     manager_log = lambda: session.processes.log('task_manager')  # noqa: E731
     try:
-        session.wait(lambda: 'held-out pool: planning' in manager_log(), 180.0,
+        session.wait(lambda: 'held-out pool: planning' in manager_log(),
                      'the held-out warm-up')
         assert 'planned under the true capabilities' not in manager_log(), \
             'the warm-up ended before it could be interrupted; plan a larger pool'

@@ -4,8 +4,8 @@ One short session (2 tasks, 60 CE-CM samples, a low_capability partner) runs onc
 module; the tests then check, from this process over DDS, that the belief moved
 toward the partner's true capabilities, that corrections were counted, that malformed
 messages are refused with a warning while every node keeps running, and that all
-processes exit cleanly on SIGINT. Every wait is bounded (about 240 s in all); no
-assertion depends on how long something took.
+processes exit cleanly on SIGINT. The session is waited for while it makes progress
+(graph_fixtures.wait_progressing); no assertion depends on how long something took.
 
 This is the launch-free equivalent of test_launch_tidyup.py (which needs
 launch_testing, not available from PyPI).
@@ -29,6 +29,7 @@ from graph_fixtures import (  # noqa: E402
     RosClient,
     RosDomain,
     installed_or_skip,
+    scaled,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
@@ -52,7 +53,6 @@ SAMPLES = 60
 # The graph reproduces the core exactly: with this seed the posterior (N=60) moves the
 # estimate toward low_capability within two tasks.
 SEED = 0
-SESSION_TIMEOUT_S = 200.0
 WRONG_STEP_ATTEMPTS = 8
 DISCOVERY_TIMEOUT_S = 30.0
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -127,11 +127,8 @@ def session(tmp_path_factory):
         # subscriptions at once, so no early belief or step result goes by unseen.
         state['discovered'] = client.wait_for_nodes(NODES, DISCOVERY_TIMEOUT_S)
         processes.start(MANAGER, {'shutdown_timeout_s': 20.0})
-        try:
-            state['task_manager_code'] = processes.processes['task_manager'].wait(
-                SESSION_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - reported by the tests below
-            state['task_manager_code'] = None
+        state['task_manager_code'] = processes.wait_for_exit('task_manager',
+                                                             'the end of the session')
         state['summary'] = json.loads(summary_path.read_text()) \
             if summary_path.is_file() else None
         yield state
@@ -230,7 +227,7 @@ def test_correction_for_a_wrong_step_is_refused_with_a_warning(session):
         refusals = _refusals(processes)
         return any(f'it is for step {step}, but' in refusals for step in steps)
 
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + scaled(10.0)
     while not refused() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert refused(), f'wrong steps sent: {steps}\n{processes.log("executor")}'

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 import rclpy.executors  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from graph_fixtures import scaled  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
@@ -40,7 +41,7 @@ PARTNER = 'low_capability'
 TASKS = 2
 SAMPLES = 60
 SEED = 0          # see test_graph_dds.py: with it the belief moves within two tasks
-SESSION_TIMEOUT_S = 240.0
+SESSION_TIMEOUT_S = scaled(240.0)
 # Held for the life of this test process (see cecm_ros/domain_ids.py).
 DOMAIN = reserve_domain_id()
 DOMAIN_ID = str(DOMAIN.domain_id)
@@ -114,7 +115,8 @@ class TestSession(unittest.TestCase):
         everything = [True] * len(CapabilityCatalog.from_yaml())
         prior_hamming = _hamming(prior.estimate) if prior else _hamming(everything)
         self.assertLess(_hamming(final.estimate), prior_hamming)
-        proc_output.assertWaitFor(f'[task {TASKS}/{TASKS}]', timeout=30, stream='stderr')
+        proc_output.assertWaitFor(f'[task {TASKS}/{TASKS}]', timeout=scaled(30.0),
+                                  stream='stderr')
 
 
 @launch_testing.post_shutdown_test()

@@ -357,7 +357,6 @@ PARTNER = 'low_capability'
 TASKS = 3
 SAMPLES = 60
 SEED = 0
-SESSION_TIMEOUT_S = 300.0
 EXPECTED_TOPICS = {
     '/task/request': 'cecm_ros/msg/TaskRequest',
     '/team_state': 'cecm_ros/msg/TeamState',
@@ -417,10 +416,8 @@ def recorded(tmp_path_factory):
         state['discovered'] = client.wait_for_nodes(
             [*NODES, 'session_recorder', 'killed_recorder'], 30.0)
         processes.start(MANAGER)
-        try:
-            state['session_code'] = processes.processes['task_manager'].wait(SESSION_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - reported by the tests
-            state['session_code'] = None
+        state['session_code'] = processes.wait_for_exit('task_manager',
+                                                        'the end of the session')
         try:
             response = client.call(PartnerCommand, 'capability_estimator/export_partner',
                                    PartnerCommand.Request(path=str(state['profile'])))

@@ -53,6 +53,7 @@ from graph_fixtures import (  # noqa: E402
     RosClient,
     RosDomain,
     installed_or_skip,
+    scaled,
 )
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
@@ -89,14 +90,16 @@ SEED = 5
 # panel-restart tests ('agree').
 HELD = ('other', 'wait', 'agree', 'agree', 'agree')
 SAMPLES = 60
-# Generous bounds: other work may load the machine's two cores. The window is never
-# waited out when all goes well (every held step is answered from the page at once).
-WINDOW_S = 60.0
+# Generous bounds: other work may load the machine's two cores (the waits of
+# graph_fixtures scale with CECM_TEST_TIME_SCALE; these two are used as they are). The
+# window is never waited out when all goes well (every held step is answered from the
+# page at once).
+WINDOW_S = scaled(60.0)
 TOKEN = 'panel-test-token'
 SENDER = 'web_panel'
 START_TIMEOUT_S = 120.0
 HOLD_TIMEOUT_S = 240.0
-UI_MS = 45_000
+UI_MS = round(scaled(45_000))
 ANSWER_TIMEOUT_S = 45.0
 REPORT_TIMEOUT_S = 300.0
 
@@ -393,7 +396,7 @@ class Partner:
 
     def expected(self, intent: RobotIntent) -> str:
         with self.cond:
-            self.cond.wait_for(lambda: intent.task_id in self.plans, 60.0)
+            self.cond.wait_for(lambda: intent.task_id in self.plans, scaled(60.0))
             plan = self.plans.get(intent.task_id)
         if plan is None:
             return intent.action
@@ -450,9 +453,9 @@ class Partner:
         for stale in skipped:
             self.answer(*stale)
         with self.cond:
-            found = self.cond.wait_for(lambda: bool(self.held), timeout_s)
+            found = self.cond.wait_for(lambda: bool(self.held), scaled(timeout_s))
             held = self.held.pop(0) if found else None
-        assert found, f'no intent of kind {kind!r} within {timeout_s:g} s (answered ' \
+        assert found, f'no intent of kind {kind!r} within {scaled(timeout_s):g} s (answered ' \
                       f'(step, action, kind): {self.answered})'
         try:
             yield held[:2]
@@ -585,7 +588,7 @@ async def _ws_session(url: str, messages: list, answers: int, timeout_s: float =
             else:
                 await ws.send_json(message)
         replies = []
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + scaled(timeout_s)
         while len(replies) < answers and time.monotonic() < deadline:
             frame = await ws.receive(timeout=max(0.1, deadline - time.monotonic()))
             if frame.type != aiohttp.WSMsgType.TEXT:
@@ -613,7 +616,7 @@ def _run(coroutine):
 
 
 def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + scaled(timeout_s)
     while time.monotonic() < deadline:
         if predicate():
             return

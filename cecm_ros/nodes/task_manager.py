@@ -177,7 +177,8 @@ class TaskManager(CecmNode):
         self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take',
                      low=1.0, high=86_400.0)
         self.declare('message_timeout_s', 30.0,
-                     'How long to wait for a belief, partner plan or team state message',
+                     'How long to wait for a belief, partner plan or team state message, and for '
+                     "the estimator's and partner's parameters (for the summary)",
                      low=0.1, high=3600.0)
         self.declare('max_interruptions', 10,
                      'How often one task may be interrupted and run again: by a lost node, '
@@ -722,7 +723,8 @@ class TaskManager(CecmNode):
         try:
             response = self.call_service(client, GetParameters.Request(names=list(keys)),
                                          f'reading the parameters of {name}',
-                                         self.param('server_wait_s'), 10.0)
+                                         self.param('server_wait_s'),
+                                         self.param('message_timeout_s'))
             if len(response.values) != len(keys):
                 raise RuntimeError(f'{name} does not declare all of {list(keys)}')
             return {key: parameter_value_to_python(value)
