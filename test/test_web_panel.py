@@ -756,7 +756,7 @@ def _applied(graph, intent: RobotIntent, action: str, corrected: bool) -> StepRe
         (s.task_id, s.step) == key and s.sender == SENDER and s.accepted
         for s in seen['statuses']), ANSWER_TIMEOUT_S), seen['statuses'][-3:]
     assert client.wait_for(lambda: any((s.task_id, s.step) == key for s in seen['steps']),
-                           ANSWER_TIMEOUT_S + WINDOW_S), _logs(graph)
+                           ANSWER_TIMEOUT_S + 60.0), _logs(graph)
     result = next(s for s in seen['steps'] if (s.task_id, s.step) == key)
     assert (result.action, result.corrected) == (action, corrected), result
     return result
