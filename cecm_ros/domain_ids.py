@@ -4,15 +4,35 @@ A process holds an id by binding an abstract Unix socket named after it (Linux);
 kernel releases it when the socket closes or the process dies, so a crashed test never
 leaks an id. Ids come from 1-101, the range in which Fast DDS's ports stay below the
 ephemeral ones.
+
+Each reservation of a process starts after the id it took last, so the graphs one test
+run starts one after another do not reuse a domain while it lasts. And before an id is
+handed out, the Fast DDS shared-memory files left in that domain by processes that died
+without closing them (the fault tests kill nodes with SIGKILL) are removed: Fast DDS
+(3.2 here) takes such a "zombie" port over when a new participant gets its number, and
+that takeover can leave a participant deaf to some of its peers (a graph whose partner
+never discovered one of the world's action servers was seen in CI after a fault test in
+the same domain; eProsima/Fast-DDS pull request 4728 describes the takeover's defect).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 LOWEST, HIGHEST = 1, 101
+# The RTPS port range of a domain: 7400 + 250 * id, then 250 ports (the spec's defaults,
+# which Fast DDS's shared-memory ports are numbered after).
+PORT_BASE, PORTS_PER_DOMAIN = 7400, 250
+SHARED_MEMORY = Path('/dev/shm')
+# A file younger than this may belong to a participant being created: left alone.
+STALE_AFTER_S = 10.0
+
+_last_taken: int | None = None
 
 
 @dataclass
@@ -35,9 +55,11 @@ class DomainReservation:
 
 
 def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST) -> DomainReservation:
-    """The first free id, starting at a place that depends on the process id."""
+    """A free id: the first after the one this process took last (at first, after a
+    place that depends on the process id), with its stale shared memory removed."""
+    global _last_taken
     count = highest - lowest + 1
-    start = os.getpid() % count
+    start = os.getpid() % count if _last_taken is None else _last_taken - lowest + 1
     for offset in range(count):
         candidate = lowest + (start + offset) % count
         holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -46,6 +68,84 @@ def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST) -> DomainRes
         except OSError:
             holder.close()
             continue
+        _last_taken = candidate
+        remove_stale_shared_memory(candidate)
         return DomainReservation(candidate, holder)
     raise RuntimeError(f'every ROS_DOMAIN_ID from {lowest} to {highest} is in use on this '
                        'machine')
+
+
+def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
+                               stale_after_s: float = STALE_AFTER_S) -> list[str]:
+    """Remove the Fast DDS shared-memory ports of ``domain_id`` that no live process
+    holds, and the participants' segments that none holds; the names removed.
+
+    A file is stale when no process has it mapped and its owner's exclusive ``flock`` on
+    the ``_el`` file beside it is gone (the kernel drops both when a process dies).
+    Best effort: a file that cannot be examined or removed is left where it is.
+    """
+    if not folder.is_dir():
+        return []
+    mapped = _mapped_files(folder)
+    first = PORT_BASE + PORTS_PER_DOMAIN * domain_id
+    ports = range(first, first + PORTS_PER_DOMAIN)
+    now = time.time()
+    removed = []
+    for path in folder.glob('fastdds_*'):
+        name = path.name
+        if name.endswith('_el'):
+            continue
+        if name.startswith('fastdds_port'):
+            number = name[len('fastdds_port'):]
+            if not number.isdigit() or int(number) not in ports:
+                continue
+            companions = [folder / f'sem.{name}_mutex']
+        else:
+            companions = []
+        lock = folder / f'{name}_el'
+        try:
+            if (now - path.stat().st_mtime < stale_after_s or str(path) in mapped
+                    or _held(lock)):
+                continue
+            for stale in (path, lock, *companions):
+                stale.unlink(missing_ok=True)
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _mapped_files(folder: Path) -> set[str]:
+    """Every file under ``folder`` that some process has mapped (that can be read)."""
+    prefix = f'{folder}/'
+    mapped = set()
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(entry / 'maps') as maps:
+                for line in maps:
+                    path = line.rstrip('\n').split(maxsplit=5)[-1]
+                    if path.startswith(prefix):
+                        mapped.add(path.removesuffix(' (deleted)'))
+        except OSError:
+            continue
+    return mapped
+
+
+def _held(lock: Path) -> bool:
+    """Whether a live process holds the ``flock`` of a Fast DDS ``_el`` lock file (no
+    file: nothing to hold, so not held)."""
+    try:
+        descriptor = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(descriptor)
