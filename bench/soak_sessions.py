@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.experiment import ExperimentSettings, run_once
 from cecm_ros.core.partner_store import PartnerStore
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.domain_ids import reserve_domain_id
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
 from cecm_ros.process_graph import ProcessGraph
 
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -77,7 +77,7 @@ def reference(args, seed: int) -> dict:
     settings = ExperimentSettings(partner=args.partner, runs=1, tasks=args.tasks, seed=0,
                                   jobs=1, estimator=EstimatorSettings(samples=args.samples),
                                   heldout=0)
-    with JointPlanner(model, workers=1) as planner:
+    with FastDownwardPlanner(model, workers=1) as planner:
         rows = run_once(model, planner, settings, run=seed)
     return {'task_ids': [r.task_id for r in rows], 'estimate': rows[-1].estimate,
             'theta': [float(v) for v in rows[-1].theta.split()]}

@@ -22,13 +22,13 @@ from pathlib import Path
 
 from paired_difference import values_at_task
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.experiment import run_seed
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.tasks import TaskSequence
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
 
 
-def first_telling_task(planner: JointPlanner, seed: int, runs: int, tasks: int,
+def first_telling_task(planner: FastDownwardPlanner, seed: int, runs: int, tasks: int,
                        first: str, second: str) -> list[int | None]:
     """Per run of ``cecm experiment --seed SEED`` with given tasks: the index of the first
     task whose observed trajectory differs between the two partners, or None when every
@@ -69,7 +69,7 @@ def main() -> None:
     if len(args.results) % 2:
         parser.error('--results takes folders in pairs (first partner, second partner)')
     model = TidyUpModel()
-    with JointPlanner(model, workers=2) as planner:
+    with FastDownwardPlanner(model, workers=2) as planner:
         differs = first_telling_task(planner, args.seed, args.runs, args.tasks,
                                      args.first, args.second)
     same = [run for run, index in enumerate(differs) if index is None]

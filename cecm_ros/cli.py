@@ -1,7 +1,8 @@
 """``cecm``: the project's command-line tool.
 
+  cecm domains               the domains this installation knows (--domain NAME|PATH)
   cecm capabilities          the capability catalogue, partner types and inert ones
-  cecm plan                  plan one TidyUP task for a partner and print who does what
+  cecm plan                  plan one task for a partner and print who does what
   cecm demo                  the simulated household demo
   cecm experiment            the paper's estimation-planning loop over seeded runs
   cecm bench                 time one CE-CM update naively and with shared plans
@@ -18,7 +19,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .core.capabilities import CapabilityCatalog
 from .core.errors import CecmError
 from .core.estimator import PRESETS, EstimatorSettings
 from .core.experiment import TASK_CHOICES
@@ -26,13 +26,11 @@ from .core.inference import UNDECIDED_RULES
 
 
 def _model(args):
-    from .core.domain import TidyUpModel
-    from .core.household import Household
+    """The domain ``--domain`` names, with TidyUP's household and catalogue options."""
+    from .domains import load_domain
 
-    household = Household.from_yaml(args.household) if args.household else None
-    catalog = CapabilityCatalog.from_yaml(args.capabilities_file) \
-        if args.capabilities_file else None
-    return TidyUpModel(household, catalog)
+    return load_domain(args.domain, household=args.household,
+                       capabilities=args.capabilities_file)
 
 
 def _partner_spec(args) -> str:
@@ -40,10 +38,15 @@ def _partner_spec(args) -> str:
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    from .domains import DEFAULT_DOMAIN
+
+    parser.add_argument('--domain', metavar='NAME|PATH', default=DEFAULT_DOMAIN,
+                        help='the domain: a registered name (see `cecm domains`) or a '
+                             'domain file (default: %(default)s)')
     parser.add_argument('--household', metavar='YAML',
-                        help='household file (default: config/tidyup_household.yaml)')
+                        help='tidyup: household file (default: config/tidyup_household.yaml)')
     parser.add_argument('--capabilities-file', metavar='YAML',
-                        help='capability catalogue (default: config/capabilities.yaml)')
+                        help='tidyup: capability catalogue (default: config/capabilities.yaml)')
 
 
 def _add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
@@ -119,10 +122,19 @@ def _add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> N
 
 
 # ------------------------------------------------------------------------ commands
+def cmd_domains(args) -> int:
+    from .domains import available_domains
+
+    for name, description in available_domains().items():
+        print(f'  {name:<16} {description}')
+    print('or a domain file: --domain path/to/domain.yaml')
+    return 0
+
+
 def cmd_capabilities(args) -> int:
     model = _model(args)
     inert = set(model.inert_capabilities)
-    print(f'{len(model.catalog)} capabilities (household {model.household.name!r}):')
+    print(f'{len(model.catalog)} capabilities, domain {model.describe()}:')
     for capability in model.catalog.capabilities:
         flag = '  (inert here)' if capability.name in inert else ''
         print(f'  {capability.name:<20} {capability.description}{flag}')
@@ -134,13 +146,10 @@ def cmd_capabilities(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .core.planner import JointPlanner
-    from .core.tasks import TaskGenerator
-
     model = _model(args)
     truth = model.catalog.resolve(_partner_spec(args))
-    task = TaskGenerator(model, args.seed).next_task()
-    with JointPlanner(model, timeout_s=args.timeout) as planner:
+    task = model.task_generator(args.seed).next_task()
+    with model.planner(timeout_s=args.timeout) as planner:
         plan = planner.plan(task, truth)
     _print_task(model, task)
     print(plan.format())
@@ -169,18 +178,16 @@ def cmd_demo(args) -> int:
 
 
 def _core_demo(args) -> int:
-    """Plan and simulate one TidyUP task per named partner type (no ROS needed)."""
+    """Plan and simulate one task per named partner type (no ROS needed)."""
     from .core.metrics import correction_ratio
     from .core.partners import RobotTeammate, SimulatedHuman, run_shared_task
-    from .core.planner import JointPlanner
-    from .core.tasks import TaskGenerator
 
     model = _model(args)
-    task = TaskGenerator(model, args.seed).next_task()
+    task = model.task_generator(args.seed).next_task()
     _print_task(model, task)
     print(f'inert capabilities here: {", ".join(model.inert_capabilities) or "none"}')
-    with JointPlanner(model) as planner:
-        for partner in ('high_capability', 'low_capability'):
+    with model.planner() as planner:
+        for partner in list(model.catalog.partner_types)[:2]:
             truth = model.catalog.resolve(partner)
             started = time.perf_counter()
             plan = planner.plan(task, truth)
@@ -200,7 +207,6 @@ def _core_demo(args) -> int:
 
 def cmd_experiment(args) -> int:
     from .core.experiment import METHODS, ExperimentSettings, plot_summaries, run_experiment
-    from .core.planner import JointPlanner
 
     methods = args.compare.split(',') if args.compare else [args.method]
     for method in methods:
@@ -216,7 +222,7 @@ def cmd_experiment(args) -> int:
         candidates=args.candidates, heldout=args.heldout)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
-    with JointPlanner(model, workers=base.jobs) as planner:
+    with model.planner(workers=base.jobs) as planner:
         for method in methods:
             target = out_dir / method if len(methods) > 1 else out_dir
             print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
@@ -273,7 +279,6 @@ def cmd_bench(args) -> int:
 
 def cmd_estimate(args) -> int:
     from . import reestimate
-    from .core.planner import JointPlanner
 
     model = _model(args)
     if args.from_recording:
@@ -290,7 +295,7 @@ def cmd_estimate(args) -> int:
         'proposal', 'decay')}
     method, settings, seed = reestimate.choose_settings(
         evidence, args.method, args.inference, overrides, args.window, args.seed)
-    with JointPlanner(model, workers=args.jobs) as planner:
+    with model.planner(workers=args.jobs) as planner:
         reestimate.run(evidence, model, method, settings, seed, planner, args.out)
     return 0
 
@@ -314,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__)
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+
+    sub = commands.add_parser('domains', help='list the domains this installation knows')
+    sub.set_defaults(func=cmd_domains)
 
     sub = commands.add_parser('capabilities', help='list capabilities and partner types')
     _add_model_options(sub)

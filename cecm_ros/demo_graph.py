@@ -1,4 +1,4 @@
-"""``cecm demo``: the TidyUP session run by the ROS 2 node graph.
+"""``cecm demo``: a session of a domain (TidyUP by default) run by the ROS 2 node graph.
 
 With ``ros2 launch`` available (a full ROS 2 install) the demo runs
 ``launch/tidyup_sim.launch.py``; elsewhere (e.g. the PyPI wheels in .venv) it starts
@@ -33,8 +33,8 @@ from ament_index_python.packages import (
     get_package_share_directory,
 )
 
-from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.domain_ids import reserve_domain_id
+from cecm_ros.domains import load_domain
 from cecm_ros.process_graph import ProcessGraph
 
 PACKAGE = 'cecm_ros'
@@ -100,9 +100,14 @@ def write_params(base: Path, args, out: Path) -> Path:
     if getattr(args, 'web', False):
         _web_settings(params, settings, args)
     files = {'household_file': args.household, 'capabilities_file': args.capabilities_file}
+    domain = getattr(args, 'domain', None)
+    if domain and Path(domain).is_file():
+        domain = str(Path(domain).resolve())
     for node in graph_nodes(args):
         entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
         entry.update(settings.get(node, {}))
+        if domain:
+            entry['domain'] = domain
         for key, value in files.items():
             if value:
                 entry[key] = str(Path(value).resolve())
@@ -362,7 +367,9 @@ def run_graph_demo(args) -> int:
     started = time.perf_counter()
     try:
         spec = args.capabilities or args.partner
-        CapabilityCatalog.from_yaml(args.capabilities_file or None).resolve(spec)  # fail early
+        domain = load_domain(args.domain, household=args.household,
+                             capabilities=args.capabilities_file)
+        domain.catalog.resolve(spec)  # fail early
         if getattr(args, 'web', False) and args.web_token is None:
             args.web_token = secrets.token_urlsafe(12)   # other local users stay out
         executables, base_params = package_paths()
@@ -371,7 +378,7 @@ def run_graph_demo(args) -> int:
         env = demo_environment()
         note = '' if args.samples >= PAPER_SAMPLES else \
             f' (the paper uses {PAPER_SAMPLES}; fewer keep the demo short)'
-        _say(f'TidyUP session: partner {spec}, {args.tasks} tasks, seed {args.seed}, '
+        _say(f'{domain.describe()} session: partner {spec}, {args.tasks} tasks, seed {args.seed}, '
              f'{args.method} with {args.samples} samples per task{note}')
         if args.method.startswith('cecm'):
             _say(f'estimator: {_estimator_variant(args)}')

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cecm_ros.core.domain import Task, TidyUpModel
+from cecm_ros.core.domain import Domain, Task
 from cecm_ros.core.errors import CecmError, ConfigError
 from cecm_ros.core.estimator import (
     PRESETS,
@@ -27,8 +27,8 @@ from cecm_ros.core.estimator import (
     EstimatorSettings,
     make_estimator,
 )
+from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.partner_store import LogEntry, PartnerStore, StoreError, rebuild_belief
-from cecm_ros.core.session import evaluator_for
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.recording import (
     CAPABILITY_BELIEF,
@@ -69,17 +69,17 @@ class Evidence:
 
 
 # ------------------------------------------------------------------------ sources
-def _canonical(model: TidyUpModel) -> Callable:
+def _canonical(model: Domain) -> Callable:
     def canonical(atoms) -> tuple[str, ...]:
         try:
-            return tuple(model.atoms_of(model.state_from_atoms(atoms)))
+            return tuple(model.canonical_atoms(atoms))
         except CecmError as error:
             raise RecordingError(f'{error}: the recording is of another household; give '
                                  'its household file with --household') from None
     return canonical
 
 
-def from_recording(path: str | Path, model: TidyUpModel,
+def from_recording(path: str | Path, model: Domain,
                    partner_id: str | None = None) -> Evidence:
     """The runs of a session recording that the estimator saw, as log entries."""
     recording = read_recording(path)
@@ -96,7 +96,7 @@ def from_recording(path: str | Path, model: TidyUpModel,
     name = Path(path).name
     entries, notes = [], list(recording.problems)
     for index, run in enumerate(runs.runs):
-        observed = tuple(model.state_from_atoms(atoms) for atoms in run.states)
+        observed = tuple(model.state_from_wire(atoms, ()) for atoms in run.states)
         start = frozenset(run.states[0])
         if start != frozenset(run.initial):
             notes.append(f'{run.task_id}: the observed start differs from the requested one; '
@@ -246,23 +246,30 @@ class _Reporting:
         return result
 
 
-def check_entries(model: TidyUpModel, entries: list[LogEntry], source: str) -> None:
+def check_entries(model: Domain, entries: list[LogEntry], source: str) -> None:
     """Every logged task and state must belong to this household (bit masks of another
     household's propositions would mean something else)."""
-    limit = 1 << len(model.propositions)
     for entry in entries:
         try:
             model.validate_task(entry.task)
         except CecmError as error:
             raise ConfigError(f'{source}, task {entry.task.task_id}: {error}; give the '
                               'household it was learned in with --household') from None
-        if not entry.observed or any(not 0 <= s < limit for s in entry.observed):
+        if not entry.observed or not all(_is_state(model, s) for s in entry.observed):
             raise ConfigError(f'{source}, task {entry.task.task_id}: its observed states are '
                               'not states of this household; give the household it was '
                               'learned in with --household')
 
 
-def replay(evidence: Evidence, model: TidyUpModel, method: str, settings: EstimatorSettings,
+def _is_state(model: Domain, state) -> bool:
+    try:
+        model.check_state(state)
+    except CecmError:
+        return False
+    return True
+
+
+def replay(evidence: Evidence, model: Domain, method: str, settings: EstimatorSettings,
            seed: int, planner, report: Callable | None = None) -> CapabilityBelief:
     """The belief that the estimator reaches from the prior over the evidence."""
     check_entries(model, evidence.entries, evidence.source)
@@ -326,7 +333,7 @@ def write_outputs(out: str | Path, partner_id: str, belief: CapabilityBelief,
 
 
 # ------------------------------------------------------------------------ the command
-def run(evidence: Evidence, model: TidyUpModel, method: str, settings: EstimatorSettings,
+def run(evidence: Evidence, model: Domain, method: str, settings: EstimatorSettings,
         seed: int, planner, out: str | None = None, say: Callable[[str], None] = print
         ) -> CapabilityBelief:
     """Replay the evidence and print what ``cecm estimate`` prints."""

@@ -47,6 +47,8 @@ ARGUMENTS = {
     'params_file': (os.path.join(get_package_share_directory(PACKAGE), 'config',
                                  'tidyup_sim.yaml'),
                     'Parameters file with one section per node'),
+    'domain': ('', "The domain of every node: a registered name (cecm domains) or a domain "
+                   "file; '' = params_file (tidyup)"),
     'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
                     "(household_sim, simulated_human, task_manager); '' = params_file"),
     'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
@@ -102,6 +104,7 @@ def _overrides(context) -> dict[str, dict]:
 
     per_node = {node: {} for node in (*NODES, WEB_PANEL)}
     wiring = {
+        'domain': (str, [*NODES, WEB_PANEL]),
         'partner': (str, ['household_sim', 'simulated_human', 'task_manager']),
         'num_tasks': (int, ['task_manager']),
         'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),

@@ -3,9 +3,9 @@
 ;; Capabilities gate the actions of an agent per room: (can-<skill> ?a ?room).
 ;; The robot is fully capable; the human's facts come from a capability vector.
 ;; In this planning model a missing capability is a missing precondition, so a
-;; cost-optimal planner never schedules the (useless) action. The world simulator
-;; (cecm_ros.core.simulator) executes such an action as a self-loop instead of
-;; rejecting it, following the CE-CM paper.
+;; cost-optimal planner never schedules the (useless) action. The world's
+;; transitions (cecm_ros.domains.tidyup.model) execute such an action as a
+;; self-loop instead of rejecting it, following the CE-CM paper.
 (define (domain tidyup)
   (:requirements :strips :typing :equality :action-costs)
   (:types agent room item)
@@ -23,7 +23,7 @@
     (can-place ?a - agent ?r - room)
     (can-wash ?a - agent ?r - room))
   ;; Costs are given per ground action (not only per agent and item) so that the
-  ;; planner can add a small tie-breaking weight to each; see cecm_ros/core/domain.py.
+  ;; planner can add a small tie-breaking weight to each; see cecm_ros/domains/tidyup/model.py.
   (:functions
     (total-cost) - number
     (move-cost ?a - agent ?from ?to - room) - number

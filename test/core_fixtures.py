@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from cecm_ros.core.domain import NOOP, Task, TidyUpModel, atom
-from cecm_ros.core.household import Household
-from cecm_ros.core.simulator import ActionOutcome, WorldSimulator
+from cecm_ros.core.domain import NOOP, ActionOutcome, Task
+from cecm_ros.core.simulator import WorldSimulator
+from cecm_ros.domains.tidyup.household import Household
+from cecm_ros.domains.tidyup.model import TidyUpModel, atom
 
 DEFAULT_ITEMS = ('plate', 'bowl', 'toothbrush', 'blanket')
 

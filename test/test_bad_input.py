@@ -21,6 +21,7 @@ import json
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -48,10 +49,10 @@ from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
 from cecm_ros.action import EstimateCapabilities, ExecuteSkill, RunTask  # noqa: E402
-from cecm_ros.core.domain import TidyUpModel  # noqa: E402
 from cecm_ros.core.estimator import CapabilityBelief  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
-from cecm_ros.core.tasks import TaskGenerator  # noqa: E402
+from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
+from cecm_ros.domains.tidyup.tasks import TaskGenerator  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief as CapabilityBeliefMsg,
 )
@@ -543,7 +544,7 @@ OUTCOMES = {
     'state-of-another-task': "holds a state of task 'some-other-task'",
     'oversized-trajectory': 'the trajectory has 10002 states; at most 10001',
     'duplicate-goal-proposition': 'is listed twice',
-    'oversized-goal': '5000 propositions, but the household has only 48',
+    'oversized-goal': "5000 propositions, but household 'tidyup' has only 48",
     'empty-goal': 'goal_propositions is empty',
     'inconsistent-start': 'trajectory state 0: task bad-inconsistent-start: robot must be '
                           'in exactly one room',
@@ -571,7 +572,7 @@ RANKINGS = {
     'no-candidates': ([], 'no candidate tasks given'),
     'too-many-candidates': (101, '101 candidates; at most 100'),
     'unknown-proposition': ([UNKNOWN], 'unknown proposition'),
-    'oversized-task': ('many', '5000 propositions, but the household has only 48'),
+    'oversized-task': ('many', "5000 propositions, but household 'tidyup' has only 48"),
 }
 
 
@@ -656,7 +657,7 @@ PLANS = {
     'unknown-proposition': (dict(initial=[UNKNOWN]), 'unknown proposition'),
     'robot-in-two-rooms': ('two-rooms', 'robot must be in exactly one room'),
     'duplicate-proposition': ('duplicate', 'is listed twice'),
-    'oversized-start': ('many', '5000 propositions, but the household has only 48'),
+    'oversized-start': ('many', "5000 propositions, but household 'tidyup' has only 48"),
     'empty-goal': (dict(goal=[]), 'has an empty goal'),
     'empty-task-id': (dict(task_id=''), 'TaskRequest has an empty task_id'),
     'capability-bits-of-wrong-length': ('0101', 'capability bit string has 4 digits, '
@@ -778,7 +779,7 @@ def test_team_states_that_do_not_fit_the_household_are_ignored(graph, session):
              'oversized': _too_many(g.model)}
     messages = {'unknown': f'unknown proposition {UNKNOWN!r}',
                 'duplicate': "proposition '(clean plate)' is listed twice",
-                'oversized': '5000 propositions, but the household has only 48'}
+                'oversized': "5000 propositions, but household 'tidyup' has only 48"}
     publisher = g.publisher(TeamState, 'team_state', QOS_TEAM_STATE, 2)
     for case, propositions in cases.items():
         g.forge(publisher, TeamState(task_id=f'bad-state-{case}', step=0,
@@ -901,7 +902,7 @@ RESETS = {
     'unknown-proposition': (dict(initial=[UNKNOWN]), 'unknown proposition'),
     'robot-in-two-rooms': ('two-rooms', 'robot must be in exactly one room'),
     'duplicate-proposition': ('duplicate', 'is listed twice'),
-    'oversized-start': ('many', '5000 propositions, but the household has only 48'),
+    'oversized-start': ('many', "5000 propositions, but household 'tidyup' has only 48"),
 }
 
 
@@ -1063,7 +1064,7 @@ RUN_TIME = [
     pytest.param('household_sim', {'partner': 'fly_kitchen=0'},
                  "unknown capability 'fly_kitchen'", id='household_sim-partner-spec'),
     pytest.param('household_sim', {'skills': ['move', 'fly']},
-                 "'fly' is not one of move, pick", id='household_sim-skill-kind'),
+                 "'fly' is not a skill kind of domain 'tidyup'", id='household_sim-skill-kind'),
     pytest.param('household_sim', {'robot_skill_namespace': 'bad name'},
                  'Invalid topic name', id='household_sim-ros-name'),
     pytest.param('household_sim', {'household_file': '/no/such/household.yaml'},
@@ -1216,6 +1217,36 @@ def test_a_bad_value_at_start_up_keeps_the_node_up_until_it_is_fixed(spares, nod
     assert g.state_of(name) == State.PRIMARY_STATE_INACTIVE
     if node != 'joint_planner':   # the spare planner stays for the manager below
         assert g.transition(name, Transition.TRANSITION_CLEANUP)
+
+
+def test_a_malformed_domain_file_refuses_configure_naming_the_file_and_entry(spares):
+    """A node given a domain file with a mistake stays up, unconfigured, and says which
+    file and which entry; given a good file it configures."""
+    import shutil
+
+    import yaml
+
+    g = spares
+    example = Path(__file__).resolve().parents[1] / 'config' / 'domains' / 'workshop'
+    broken = g.work / 'broken_domain'
+    shutil.copytree(example, broken, dirs_exist_ok=True)
+    spec = yaml.safe_load((broken / 'domain.yaml').read_text())
+    spec['capabilities'][0]['action'] = 'teleport'
+    (broken / 'domain.yaml').write_text(yaml.safe_dump(spec))
+    command = [str(g.executables / 'household_sim'), '--ros-args', '-r', '__ns:=/spare_domain',
+               '-p', f'domain:={broken / "domain.yaml"}', '-p', 'partner:=apprentice']
+    g.processes.graph.start('spare_domain', command)
+    name = '/spare_domain/household_sim'
+    assert not g.transition(name, Transition.TRANSITION_CONFIGURE)
+    g.wait_log('spare_domain', "gates an unknown action 'teleport'")
+    log = g.log('spare_domain')
+    assert 'domain.yaml' in log and 'Traceback' not in log
+    assert g.processes.graph.alive('spare_domain')
+    assert g.set_parameters(name, {'domain': str(example / 'domain.yaml')})[0].successful
+    # The partner is checked against the domain's catalogue: now it is one.
+    assert g.set_parameters(name, {'partner': 'apprentice'})[0].successful
+    assert g.transition(name, Transition.TRANSITION_CONFIGURE), g.log('spare_domain')[-3000:]
+    assert g.transition(name, Transition.TRANSITION_CLEANUP)
 
 
 def test_a_web_panel_whose_port_is_taken_stays_inactive_until_given_another(spares):

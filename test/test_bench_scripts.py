@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.experiment import ExperimentSettings, run_once
-from cecm_ros.core.planner import JointPlanner
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
 
 BENCH = Path(__file__).resolve().parents[1] / 'bench'
 sys.path.insert(0, str(BENCH))
@@ -68,7 +68,7 @@ def test_pairs_of_other_seeds_are_pooled_run_by_run(tmp_path):
 
 @pytest.fixture(scope='module')
 def planner():
-    with JointPlanner(TidyUpModel(), workers=1) as planner:
+    with FastDownwardPlanner(TidyUpModel(), workers=1) as planner:
         yield planner
 
 

@@ -6,7 +6,8 @@ import yaml
 
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
-from cecm_ros.core.resources import DEFAULT_CAPABILITIES, config_path
+from cecm_ros.core.resources import config_path
+from cecm_ros.domains.tidyup.model import DEFAULT_CAPABILITIES, default_catalog
 
 ROOMS = ('kitchen', 'living_room', 'bedroom', 'study', 'bathroom')
 SKILLS = ('move', 'pick', 'place', 'wash')
@@ -15,7 +16,7 @@ EXPECTED_NAMES = tuple(f'{skill}_{room}' for skill in SKILLS for room in ROOMS)
 
 @pytest.fixture(scope='module')
 def catalog():
-    return CapabilityCatalog.from_yaml()
+    return default_catalog()
 
 
 def zeros(catalog, vector):

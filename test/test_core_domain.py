@@ -6,20 +6,18 @@ import numpy as np
 import pytest
 from core_fixtures import make_task
 
-from cecm_ros.core.domain import (
+from cecm_ros.core.domain import HUMAN, ROBOT, Task
+from cecm_ros.core.errors import ConfigError, UnknownNameError
+from cecm_ros.domains.tidyup.model import (
     ACTION_UNIT,
     COST_SCALE,
-    HUMAN,
     MAX_EXACT_PLAN_LENGTH,
-    ROBOT,
     TIE_WEIGHTS,
-    Task,
     TidyUpModel,
     atom,
     split_atom,
 )
-from cecm_ros.core.errors import ConfigError, UnknownNameError
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 WASH_OUTSIDE_KITCHEN = ['wash_living_room', 'wash_bedroom', 'wash_study', 'wash_bathroom']
 

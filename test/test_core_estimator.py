@@ -6,19 +6,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import (
     CapabilityBelief,
     EstimatorSettings,
     make_estimator,
-    observed_human_capabilities,
 )
 from cecm_ros.core.hypotheses import DiversePlanEvaluator, NaiveEvaluator, SharedPlanEvaluator
 from cecm_ros.core.partners import SimulatedHuman
-from cecm_ros.core.planner import JointPlanner
-from cecm_ros.core.tasks import TaskGenerator
 from cecm_ros.core.trajectory import jaccard_distance
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 
 @pytest.fixture(scope='module')
@@ -28,7 +27,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def planner(model):
-    with JointPlanner(model, workers=2) as shared:
+    with FastDownwardPlanner(model, workers=2) as shared:
         yield shared
 
 
@@ -217,7 +216,7 @@ def test_pessimistic_adds_exactly_the_capabilities_the_partner_used(model, plann
         plan = planner.plan(task, truth)
         used = np.zeros(20, dtype=bool)
         used[list(plan.human_capabilities_used)] = True
-        assert np.array_equal(observed_human_capabilities(model, plan.trajectory), used)
+        assert np.array_equal(model.exercised_capabilities(plan.trajectory), used)
         estimator.update(task, plan.trajectory)
         seen |= used
         assert np.array_equal(estimator.estimate, seen)  # cumulative OR
@@ -226,9 +225,9 @@ def test_pessimistic_adds_exactly_the_capabilities_the_partner_used(model, plann
 
 def test_shared_evaluator_gives_optimal_plans_like_the_naive_one(model, task, observed):
     samples = np.random.default_rng(4).random((30, 20)) < 0.8
-    with JointPlanner(model, cache_size=0) as naive_planner:
+    with FastDownwardPlanner(model, cache_size=0) as naive_planner:
         naive = NaiveEvaluator(naive_planner).plans(task, samples)
-    with JointPlanner(model, workers=2) as shared_planner:
+    with FastDownwardPlanner(model, workers=2) as shared_planner:
         shared = SharedPlanEvaluator(shared_planner).plans(task, samples)
         assert shared_planner.calls < naive_planner.calls == 30
     for sample, a, b in zip(samples, naive, shared):

@@ -7,10 +7,10 @@ import pytest
 
 from cecm_ros.cli import main as cecm_main
 from cecm_ros.core.bench import run_update_benchmark
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.experiment import METRICS, ExperimentSettings, mean_ci95, run_experiment
+from cecm_ros.domains.tidyup.model import TidyUpModel
 
 SMALL = EstimatorSettings(samples=25)
 

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from core_fixtures import close_planner, make_task
 
-from cecm_ros.core.domain import TidyUpModel, atom
 from cecm_ros.core.errors import PlannerTimeoutError, PlanningError, UnsolvableTaskError
-from cecm_ros.core.fast_downward import (
+from cecm_ros.domains.pddl.fast_downward import (
     CRASH_RETRIES,
     FastDownwardSearch,
     TranslatedTask,
     fast_downward_root,
 )
-from cecm_ros.core.planner import JointPlanner
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 pytestmark = pytest.mark.skipif(fast_downward_root() is None,
                                 reason='up-fast-downward ships no search binary here')
@@ -70,8 +70,8 @@ def model():
 
 @pytest.fixture(scope='module')
 def planners(model):
-    fast = JointPlanner(model, workers=2)
-    reference = JointPlanner(model, reuse_translation=False)
+    fast = FastDownwardPlanner(model, workers=2)
+    reference = FastDownwardPlanner(model, reuse_translation=False)
     yield fast, reference
     close_planner(fast)
     close_planner(reference)
@@ -125,7 +125,7 @@ def test_fast_path_reports_an_unsolvable_goal(model, planners):
 
 
 def test_fast_path_timeout_names_the_task(model):
-    hasty = JointPlanner(model, timeout_s=0.001)
+    hasty = FastDownwardPlanner(model, timeout_s=0.001)
     task = TaskGenerator(model, seed=210).next_task()
     try:
         with pytest.raises(PlannerTimeoutError, match=task.task_id):

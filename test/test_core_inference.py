@@ -31,9 +31,10 @@ from cecm_ros.core.inference import (
     describe_report,
     exact_posterior,
 )
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.task_choice import choose_task, outcome_entropy
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.core.trajectory import jaccard_distance
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 ITEMS = {
     'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
@@ -55,7 +56,7 @@ def model(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def planner(model):
-    with JointPlanner(model, workers=2) as shared:
+    with FastDownwardPlanner(model, workers=2) as shared:
         yield shared
 
 
@@ -457,11 +458,12 @@ def test_a_failed_update_leaves_the_posterior_untouched(model, planner, evaluato
 
 def test_outcome_entropy_counts_only_distinguishable_outcomes():
     one, two = (1, 2, 3, 4), (1, 5, 6, 7)
-    assert outcome_entropy([one, one], np.array([0.5, 0.5]), 0.24) == 0.0
-    assert outcome_entropy([one, two], np.array([0.5, 0.5]), 0.24) == pytest.approx(1.0)
+    assert outcome_entropy([one, one], np.array([0.5, 0.5]), 0.24, jaccard_distance) == 0.0
+    assert outcome_entropy([one, two], np.array([0.5, 0.5]), 0.24, jaccard_distance) \
+        == pytest.approx(1.0)
     near = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     nearer = near + (11,)
-    assert outcome_entropy([near, nearer], np.array([0.5, 0.5]), 0.24) == 0.0
+    assert outcome_entropy([near, nearer], np.array([0.5, 0.5]), 0.24, jaccard_distance) == 0.0
 
 
 def test_task_choice_prefers_a_task_that_splits_the_hypotheses(model, planner, evaluator):
@@ -483,9 +485,9 @@ def test_diverse_sets_depend_only_on_the_task_and_the_hypothesis(model):
     task = TaskGenerator(model, 9).next_task()
     samples = np.random.default_rng(3).random((12, len(model.catalog))) < 0.7
     loose = dict(cost_slack=1.0, diversity=0.1)
-    with JointPlanner(model, workers=2) as fresh:
+    with FastDownwardPlanner(model, workers=2) as fresh:
         first = DiversePlanEvaluator(fresh, **loose).plan_sets(task, samples)
-    with JointPlanner(model, workers=2) as busy:
+    with FastDownwardPlanner(model, workers=2) as busy:
         # Plan much else first: other vectors and the full-capability plan.
         others = np.random.default_rng(9).random((40, len(model.catalog))) < 0.4
         SharedPlanEvaluator(busy).plans(task, others)

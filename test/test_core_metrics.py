@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from cecm_ros.core.domain import NOOP, TidyUpModel
+from cecm_ros.core.domain import NOOP, JointPlan, JointStep
 from cecm_ros.core.metrics import (
     HeldoutPool,
     allocation,
@@ -17,7 +17,7 @@ from cecm_ros.core.metrics import (
     infeasible_assigned,
     plan_overlap_iou,
 )
-from cecm_ros.core.planner import JointPlan, JointStep
+from cecm_ros.domains.tidyup.model import TidyUpModel
 
 
 @pytest.fixture(scope='module')

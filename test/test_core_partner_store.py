@@ -6,7 +6,6 @@ import sqlite3
 import numpy as np
 import pytest
 
-from cecm_ros.core.domain import TidyUpModel
 from cecm_ros.core.estimator import EstimatorSettings, make_estimator
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
 from cecm_ros.core.partner_store import (
@@ -16,8 +15,9 @@ from cecm_ros.core.partner_store import (
     StoreError,
     rebuild_belief,
 )
-from cecm_ros.core.planner import JointPlanner
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 
 @pytest.fixture(scope='module')
@@ -27,7 +27,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def planner(model):
-    with JointPlanner(model, workers=2) as shared:
+    with FastDownwardPlanner(model, workers=2) as shared:
         yield shared
 
 

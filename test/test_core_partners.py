@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from core_fixtures import close_planner
 
-from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, TidyUpModel
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT
 from cecm_ros.core.metrics import correction_ratio
 from cecm_ros.core.partners import (
     ReplanRule,
@@ -14,9 +14,10 @@ from cecm_ros.core.partners import (
     run_shared_task,
     steps_off_plan,
 )
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.simulator import WorldSimulator, predicted_trajectory
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.model import TidyUpModel
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 
 @pytest.fixture(scope='module')
@@ -28,7 +29,7 @@ def model():
 def planners(model):
     """Separate planners (separate caches and processes) for the robot and the human, so
     agreeing plans are computed twice rather than shared."""
-    robot_planner, human_planner = JointPlanner(model), JointPlanner(model)
+    robot_planner, human_planner = FastDownwardPlanner(model), FastDownwardPlanner(model)
     yield robot_planner, human_planner
     close_planner(robot_planner)
     close_planner(human_planner)
@@ -119,7 +120,7 @@ def test_simulated_human_reviews_intents_against_its_plan(model, planners, task)
 def test_robot_relaxes_an_estimate_that_contradicts_the_partner_in_hand():
     """A pessimistic robot re-planning while the partner holds an item it 'cannot' place."""
     model = TidyUpModel()
-    with JointPlanner(model) as planner:
+    with FastDownwardPlanner(model) as planner:
         task = TaskGenerator(model, 0).next_task()
         truth = model.catalog.resolve('high_capability')
         robot = RobotTeammate(planner, np.zeros(len(model.catalog), dtype=bool))
@@ -164,10 +165,9 @@ def test_a_partner_carries_on_from_where_an_uncorrected_robot_left_the_world(mod
         robot.begin_task(task)
         declined = model.catalog.index(human.forgone) if human.forgone else None
         world = WorldSimulator(model, truth, model.state_from_atoms(task.initial))
-        goal = model.state_from_atoms(task.goal)
         replanned_at = []
         for step in range(60):
-            if world.satisfies(goal):
+            if world.goal_reached(task):
                 break
             assert human.step == step
             if not human.expects(world.state):
@@ -179,7 +179,7 @@ def test_a_partner_carries_on_from_where_an_uncorrected_robot_left_the_world(mod
             world.step(robot.intent(), human.current_step.human)
             human.advance()
             robot.after_step(False, world.state, answered=False)   # nobody answers
-        assert world.satisfies(goal), f'seed {seed}: goal not reached in 60 steps'
+        assert world.goal_reached(task), f'seed {seed}: goal not reached in 60 steps'
         assert human.replans == len(replanned_at)
         whole = human.task_plan().steps
         assert len(whole) == human.first_step + len(human.plan.steps)

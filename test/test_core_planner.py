@@ -18,10 +18,11 @@ from core_fixtures import (
     robot_actions,
 )
 
-from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, TidyUpModel, atom
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, JointPlan
 from cecm_ros.core.errors import PlannerTimeoutError, UnsolvableTaskError
-from cecm_ros.core.planner import JointPlan, JointPlanner, canonical_order, lift_to_joint_steps
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner, canonical_order, lift_to_joint_steps
+from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 PROPERTY_SEEDS = range(12)
 SENTINEL = 'not a planner file\n'
@@ -34,7 +35,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def planner(model):
-    planner = JointPlanner(model)
+    planner = FastDownwardPlanner(model)
     yield planner
     close_planner(planner)
 
@@ -50,7 +51,7 @@ def other_planner(model, task, tmp_path_factory):
     that holds a file named like Fast Downward's intermediate output."""
     directory = tmp_path_factory.mktemp('caller-cwd')
     (directory / 'output.sas').write_text(SENTINEL)
-    planner = JointPlanner(model)
+    planner = FastDownwardPlanner(model)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(directory)
         first = planner.plan(task, model.catalog.partner_vector('high_capability'))
@@ -75,7 +76,7 @@ def test_plan_reaches_the_goal_when_replayed(model, planner, task):
     plan = planner.plan(task, vector)
     assert isinstance(plan, JointPlan) and plan.task_id == task.task_id
     world, outcomes = replay(model, task, plan.steps, vector)
-    assert world.satisfies(model.state_from_atoms(task.goal))
+    assert world.goal_reached(task)
     assert not any(outcome.self_loop for pair in outcomes for outcome in pair)
     assert tuple(world.trajectory) == plan.trajectory
     assert len(plan.trajectory) == len(plan.steps) + 1
@@ -152,7 +153,7 @@ def test_plans_respect_the_human_vector_and_execute_without_self_loops(model, pl
     world, outcomes = replay(model, task, plan.steps, vector)
     loops = [o for pair in outcomes for o in pair if o.self_loop]
     assert not loops, (seed, loops)
-    assert world.satisfies(model.state_from_atoms(task.goal))
+    assert world.goal_reached(task)
     assert tuple(world.trajectory) == plan.trajectory
     # Actions sharing a joint step are independent: the robot may as well act first.
     state = model.state_from_atoms(task.initial)
@@ -214,7 +215,7 @@ def test_handoff_from_robot_to_human_is_scheduled_in_order(model, planner):
     assert index['(place robot bowl kitchen)'] < index['(pick human bowl kitchen)']
     world, outcomes = replay(model, task, plan.steps, vector)
     assert not any(outcome.self_loop for pair in outcomes for outcome in pair)
-    assert world.satisfies(model.state_from_atoms(task.goal))
+    assert world.goal_reached(task)
 
 
 # ------------------------------------------------------------------------- errors
@@ -225,7 +226,7 @@ def test_goal_needing_a_wash_without_any_sink_is_unsolvable(model, tmp_path):
     no_sink = load_model(tmp_path, household_yaml(list(model.household.rooms), [], items))
     assert no_sink.inert_capabilities == [f'wash_{room}' for room in model.household.rooms]
     task = make_task('no-sink', {atom('clean', 'plate')}, dirty={'plate'})
-    planner = JointPlanner(no_sink)
+    planner = FastDownwardPlanner(no_sink)
     try:
         with pytest.raises(UnsolvableTaskError, match='no-sink'):
             planner.plan(task, no_sink.catalog.all_capable())
@@ -251,7 +252,7 @@ def test_unsolvable_message_does_not_claim_a_capable_human_lacks_everything(mode
 def test_planner_timeout_raises_planner_timeout_error(model, planner, task):
     """unified-planning passes ``timeout`` to OneshotPlanner.solve; Fast Downward cannot
     even start within a millisecond, so the engine reports TIMEOUT."""
-    hasty = JointPlanner(model, timeout_s=0.001)
+    hasty = FastDownwardPlanner(model, timeout_s=0.001)
     try:
         with pytest.raises(PlannerTimeoutError, match=task.task_id):
             hasty.plan(task, model.catalog.all_capable())

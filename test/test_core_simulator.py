@@ -3,9 +3,10 @@
 import pytest
 from core_fixtures import make_task
 
-from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, TidyUpModel, atom
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, Task
 from cecm_ros.core.errors import UnknownNameError
-from cecm_ros.core.simulator import WorldSimulator, transition
+from cecm_ros.core.simulator import WorldSimulator
+from cecm_ros.domains.tidyup.model import TidyUpModel, atom
 
 
 @pytest.fixture(scope='module')
@@ -99,8 +100,8 @@ def test_action_of_the_wrong_agent_raises_and_leaves_the_world_alone(model, star
         world.step('(pick robot plate kitchen)', '(pick robot blanket study)')
     assert world.state == start and world.trajectory == [start]
     with pytest.raises(UnknownNameError, match='belongs to robot'):
-        transition(model, start, HUMAN, '(move robot kitchen study)',
-                   model.catalog.all_capable())
+        model.transition(start, HUMAN, '(move robot kitchen study)',
+                         model.catalog.all_capable())
 
 
 def test_unknown_action_raises_and_leaves_the_world_alone(model, start):
@@ -121,14 +122,15 @@ def test_human_acts_first_when_both_compete_for_one_item(model, start):
 
 
 def test_a_sequence_reaches_a_goal(model, start):
-    goal = model.state_from_atoms({'(item-at plate study)', '(clean plate)'})
+    goal = Task('goal', frozenset(model.atoms_of(start)),
+                frozenset({'(item-at plate study)', '(clean plate)'}))
     world = world_for(model, start)
     for human_action in ('(pick human plate kitchen)', '(wash human plate kitchen)',
                          '(move human kitchen study)', '(place human plate study)'):
-        assert not world.satisfies(goal)
+        assert not world.goal_reached(goal)
         _, outcome = world.step(None, human_action)
         assert outcome.changed, outcome.reason
-    assert world.satisfies(goal)
+    assert world.goal_reached(goal)
     assert len(world.trajectory) == 5
-    assert transition(model, world.state, ROBOT, None, world.human_capabilities)[0] \
+    assert model.transition(world.state, ROBOT, None, world.human_capabilities)[0] \
         == world.state

@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from cecm_ros.core.domain import TidyUpModel, atom
-from cecm_ros.core.household import TaskSettings
-from cecm_ros.core.tasks import TaskGenerator
+from cecm_ros.domains.tidyup.household import TaskSettings
+from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 SEEDS = range(10)
 TASKS_PER_SEED = 5

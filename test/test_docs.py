@@ -16,7 +16,7 @@ NODES = {'household_sim': 'HouseholdSim', 'joint_planner': 'JointPlannerNode',
          'capability_estimator': 'CapabilityEstimator', 'simulated_human': 'SimulatedHumanNode',
          'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel'}
 # Documented once for every node, at the top of the section "Nodes".
-COMMON = {'use_sim_time', 'start_type_description_service', 'household_file',
+COMMON = {'use_sim_time', 'start_type_description_service', 'domain', 'household_file',
           'capabilities_file'}
 
 

@@ -41,11 +41,11 @@ from graph_fixtures import (  # noqa: E402
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
-from cecm_ros.core.domain import TidyUpModel  # noqa: E402
 from cecm_ros.core.estimator import EstimatorSettings  # noqa: E402
 from cecm_ros.core.experiment import ExperimentSettings, run_once  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
-from cecm_ros.core.planner import JointPlanner  # noqa: E402
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner  # noqa: E402
+from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
 from cecm_ros.msg import GraphStatus, StepResult  # noqa: E402
 
 PARTNER = 'low_capability'
@@ -67,7 +67,7 @@ def undisturbed():
     model = TidyUpModel()
     settings = ExperimentSettings(partner=PARTNER, runs=1, tasks=TASKS, seed=0, jobs=1,
                                   estimator=EstimatorSettings(samples=SAMPLES), heldout=0)
-    with JointPlanner(model, workers=2) as planner:
+    with FastDownwardPlanner(model, workers=2) as planner:
         return run_once(model, planner, settings, run=SEED)
 
 

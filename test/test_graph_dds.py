@@ -35,7 +35,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 
 from cecm_ros.action import EstimateCapabilities, ExecuteSkill  # noqa: E402
 from cecm_ros.core import metrics  # noqa: E402
-from cecm_ros.core.domain import TidyUpModel  # noqa: E402
+from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,

@@ -33,8 +33,8 @@ from graph_fixtures import scaled  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
-from cecm_ros.core.capabilities import CapabilityCatalog  # noqa: E402
 from cecm_ros.domain_ids import reserve_domain_id  # noqa: E402
+from cecm_ros.domains.tidyup.model import default_catalog  # noqa: E402
 from cecm_ros.msg import CapabilityBelief  # noqa: E402
 
 PARTNER = 'low_capability'
@@ -75,7 +75,7 @@ def generate_test_description():
 def _hamming(estimate) -> float:
     # The catalogue only (no planner): this test may run in a ROS environment without
     # unified-planning, since the nodes run in their own processes.
-    truth = CapabilityCatalog.from_yaml().resolve(PARTNER)
+    truth = default_catalog().resolve(PARTNER)
     return float(np.mean(np.asarray(list(estimate), dtype=bool) != truth))
 
 
@@ -112,7 +112,7 @@ class TestSession(unittest.TestCase):
         final = next(b for b in beliefs if b.tasks_seen >= TASKS)
         prior = next((b for b in beliefs if b.tasks_seen == 0), None)
         # The prior (0.8, nothing decided) plans every capability as present.
-        everything = [True] * len(CapabilityCatalog.from_yaml())
+        everything = [True] * len(default_catalog())
         prior_hamming = _hamming(prior.estimate) if prior else _hamming(everything)
         self.assertLess(_hamming(final.estimate), prior_hamming)
         proc_output.assertWaitFor(f'[task {TASKS}/{TASKS}]', timeout=scaled(30.0),

@@ -281,8 +281,8 @@ def test_estimate_names_what_is_wrong_with_its_input(tmp_path, capsys):
 
 
 def _fresh_belief():
-    from cecm_ros.core.domain import TidyUpModel
     from cecm_ros.core.estimator import CapabilityBelief
+    from cecm_ros.domains.tidyup.model import TidyUpModel
 
     return CapabilityBelief('cecm', list(TidyUpModel().catalog.names))
 

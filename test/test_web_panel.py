@@ -58,7 +58,8 @@ from graph_fixtures import (  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
 
-from cecm_ros.core.domain import NOOP, ROBOT, TidyUpModel  # noqa: E402
+from cecm_ros.core.domain import NOOP, ROBOT  # noqa: E402
+from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,
@@ -296,15 +297,15 @@ def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     import yaml
 
     from cecm_ros.core.estimator import NODE_PARAMETERS, make_estimator, settings_from_parameters
+    from cecm_ros.core.hypotheses import evaluator_for
     from cecm_ros.core.partners import (
         RobotTeammate,
         SimulatedHuman,
         partner_seed,
         run_shared_task,
     )
-    from cecm_ros.core.planner import JointPlanner
-    from cecm_ros.core.session import evaluator_for
     from cecm_ros.core.tasks import TaskSequence
+    from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 
     config = yaml.safe_load((Path(__file__).parents[1] / 'config' / 'tidyup_sim.yaml')
                             .read_text())
@@ -315,7 +316,7 @@ def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     truth = model.catalog.resolve(PARTNER)
     values = {**{k: v for k, v in estimator.items() if k in NODE_PARAMETERS},
               'samples': SAMPLES}
-    with JointPlanner(model) as planner:
+    with FastDownwardPlanner(model) as planner:
         prior = make_estimator(estimator['method'], model,
                                evaluator_for(estimator['method'], planner),
                                settings_from_parameters(values), seed=SEED).estimate
@@ -590,7 +591,13 @@ async def _ws_session(url: str, messages: list, answers: int, timeout_s: float =
         replies = []
         deadline = time.monotonic() + scaled(timeout_s)
         while len(replies) < answers and time.monotonic() < deadline:
-            frame = await ws.receive(timeout=max(0.1, deadline - time.monotonic()))
+            # (ws.receive's own timeout starts again at every heartbeat ping the panel
+            # sends; the whole wait is bounded here.)
+            try:
+                frame = await asyncio.wait_for(ws.receive(),
+                                               max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                break
             if frame.type != aiohttp.WSMsgType.TEXT:
                 break
             replies.append(json.loads(frame.data))

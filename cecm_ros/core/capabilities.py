@@ -14,7 +14,6 @@ import numpy as np
 import yaml
 
 from .errors import ConfigError, UnknownNameError
-from .resources import DEFAULT_CAPABILITIES, config_path
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,8 @@ class CapabilityCatalog:
         return array
 
     @classmethod
-    def from_yaml(cls, path: str | Path | None = None) -> CapabilityCatalog:
-        path = Path(path) if path else config_path(DEFAULT_CAPABILITIES)
+    def from_yaml(cls, path: str | Path) -> CapabilityCatalog:
+        path = Path(path)
         try:
             data = yaml.safe_load(path.read_text())
         except (OSError, yaml.YAMLError) as error:

@@ -1,108 +1,44 @@
-"""The TidyUP model: the PDDL domain grounded for one household.
+"""What a domain gives the core: the one interface between CE-CM and a world.
 
-The PDDL file is the single source of truth for what actions do. This module reads
-it through unified-planning and grounds it twice over:
+The core (estimators, posterior, task choice, metrics, experiments, sessions) asks a
+domain only what is declared here, and a domain answers it in its own terms: TidyUP
+grounds a PDDL file and plans with Fast Downward; a grid kitchen could simulate numeric
+states and plan by tree search. A state is any hashable value the domain chooses (an int
+bitmask of facts, a tuple of numbers); the core stores and compares states only through
+the domain. The registry that finds domains by name lives outside the core
+(:mod:`cecm_ros.domains`), so the core never imports a domain.
 
-* into UP problems (one per task and capability vector) for the planner, and
-* into STRIPS-style ground actions over a fixed proposition index, which the world
-  simulator, the trajectory distances and the metrics use. A joint state is an int
-  bitmask over that index: bit ``i`` is set when proposition ``i`` is true.
+Two roles act in every domain: the robot (fully capable, its actions executed by the
+robot) and the human partner (whose capability vector is hidden). Each domain names the
+agents that play them; action texts are the domain's own.
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
-import zlib
-from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
-import unified_planning.shortcuts as up
-from unified_planning.io import PDDLReader
-from unified_planning.model import Problem
 
 from .capabilities import CapabilityCatalog
-from .errors import ConfigError, UnknownNameError
-from .household import AGENTS, HUMAN, ROBOT, Household
-from .resources import DOMAIN_FILE, pddl_path
+from .errors import ConfigError, UnsolvableTaskError
 
-up.get_environment().credits_stream = None
-
+ROBOT = 'robot'
+HUMAN = 'human'
+AGENTS = (ROBOT, HUMAN)
 NOOP = 'noop'
-STATIC_ROOM_PREDICATES = {'has-sink'}
-CAPABILITY_PREFIX = 'can-'
 
-# What the planner minimises, folded into one integer per ground action:
-#     COST_SCALE * cost + ACTION_UNIT + weight(action),  0 <= weight < TIE_WEIGHTS.
-# For plans of at most MAX_EXACT_PLAN_LENGTH actions that is: the household's cost
-# first, then the number of actions, then the summed weights, a fixed pseudo-random
-# number per cost term (a CRC of its text). Equally cheap plans then rarely tie, so
-# every way of calling the planner (one translation per vector or one per task, a
-# plan shared between hypotheses or searched afresh) finds the same plan. With
-# household costs of at most MAX_ACTION_COST the sum stays within Fast Downward's
-# 32-bit costs for plans of up to 100 actions; TidyUP's have 5-30.
-COST_SCALE = 1_000_000
-ACTION_UNIT = 10_000
-TIE_WEIGHTS = 100
-MAX_EXACT_PLAN_LENGTH = 99
-assert MAX_EXACT_PLAN_LENGTH * (TIE_WEIGHTS - 1) < ACTION_UNIT
-assert MAX_EXACT_PLAN_LENGTH * (ACTION_UNIT + TIE_WEIGHTS - 1) < COST_SCALE
-
-
-def planner_cost(cost: float, term: str) -> int:
-    """The integer the planner sees for a household ``cost`` named by ``term``."""
-    return round(cost) * COST_SCALE + ACTION_UNIT + zlib.crc32(term.encode()) % TIE_WEIGHTS
-
-
-def atom(predicate: str, *args: str) -> str:
-    """Canonical text of a ground atom or action: ``(pick robot plate kitchen)``."""
-    return '(' + ' '.join((predicate, *args)) + ')'
-
-
-def split_atom(text: str) -> tuple[str, ...]:
-    """``(pick robot plate kitchen)`` -> ``('pick', 'robot', 'plate', 'kitchen')``.
-
-    Also accepts ``pick(robot, plate, kitchen)`` and ``pick robot plate kitchen``.
-    """
-    cleaned = text.strip()
-    if cleaned.startswith('(') and cleaned.endswith(')'):
-        cleaned = cleaned[1:-1]
-    cleaned = cleaned.replace('(', ' ').replace(')', ' ').replace(',', ' ')
-    parts = tuple(cleaned.split())
-    if not parts:
-        raise UnknownNameError(f'empty atom or action text {text!r}')
-    return parts
-
-
-@dataclass(frozen=True)
-class GroundAction:
-    """One ground action as add/delete bitmasks over the proposition index."""
-
-    name: str              # canonical text, e.g. "(pick human plate kitchen)"
-    schema: str
-    agent: str
-    args: tuple[str, ...]
-    pre: int
-    add: int
-    delete: int
-    cost: float            # the household's cost
-    planner_cost: int      # what the planner minimises (cost, then tie-breaks)
-    gate: int | None       # capability index that must be present for a human actor
-    statically_possible: bool  # False when a static fact (e.g. a sink) rules it out
-
-    def applicable(self, state: int) -> bool:
-        return self.statically_possible and (state & self.pre) == self.pre
-
-    def apply(self, state: int) -> int:
-        return (state & ~self.delete) | self.add
+State = Hashable
+# A domain's own kind of state (TidyUP: int bitmasks); the core holds states opaquely.
+StateT = TypeVar('StateT', bound=Hashable)
+Trajectory = tuple  # of states, s_0 .. s_H
 
 
 @dataclass(frozen=True)
 class Task:
-    """A shared goal from a start state; atoms are canonical texts."""
+    """A shared goal from a start state, as the domain's atoms (canonical texts)."""
 
     task_id: str
     initial: frozenset[str]
@@ -113,332 +49,290 @@ class Task:
         return (tuple(sorted(self.initial)), tuple(sorted(self.goal)))
 
 
-class TidyUpModel:
-    """The household, its capabilities and the grounded PDDL domain."""
+@dataclass(frozen=True)
+class JointStep:
+    robot: str = NOOP
+    human: str = NOOP
 
-    def __init__(self, household: Household | None = None,
-                 catalog: CapabilityCatalog | None = None,
-                 domain_file: str | Path | None = None):
-        self.household = household or Household.from_yaml()
-        self.catalog = catalog or CapabilityCatalog.from_yaml()
-        self.domain_file = Path(domain_file) if domain_file else pddl_path(DOMAIN_FILE)
-        try:
-            self._domain_text = self.domain_file.read_text()
-        except OSError as error:
-            raise ConfigError(f'cannot read PDDL domain {self.domain_file}: {error}') from error
-        self._reader_lock = threading.Lock()
-        self.propositions: tuple[str, ...] = self._dynamic_propositions()
-        self._prop_index = {p: i for i, p in enumerate(self.propositions)}
-        self._cost_terms: dict[str, float] = {}  # filled by the grounding
-        self.actions: tuple[GroundAction, ...] = self._ground_actions()
-        self._actions_by_name = {a.name: a for a in self.actions}
-        self.inert_mask = self._inert_capabilities()
+    def action_of(self, agent: str) -> str:
+        return self.robot if agent == ROBOT else self.human
 
-    # ----------------------------------------------------------------- propositions
-    def _objects_of_type(self, type_name: str) -> tuple[str, ...]:
-        objects = {'agent': AGENTS, 'room': self.household.rooms,
-                   'item': self.household.item_names}
-        try:
-            return objects[type_name]
-        except KeyError:
-            raise ConfigError(f'PDDL type {type_name!r} is not supported by the household') \
-                from None
 
-    @cached_property
-    def _domain_problem(self) -> Problem:
-        with self._reader_lock:
-            return PDDLReader().parse_problem_string(self._domain_text)
+@dataclass(frozen=True)
+class JointPlan:
+    """A joint plan and the state trajectory it induces (states as the domain keeps them)."""
 
-    def _dynamic_propositions(self) -> tuple[str, ...]:
-        domain = self._domain_problem
-        static = {f.name for f in domain.get_static_fluents()}
-        props = []
-        for fluent in domain.fluents:
-            if fluent.name in static or not fluent.type.is_bool_type():
-                continue
-            domains = [self._objects_of_type(p.type.name) for p in fluent.signature]
-            for args in itertools.product(*domains):
-                props.append(atom(fluent.name, *args))
-        return tuple(props)
+    task_id: str
+    steps: tuple[JointStep, ...]
+    cost: float
+    robot_cost: float
+    human_cost: float
+    trajectory: tuple
+    human_capabilities_used: frozenset[int]
+    planning_time_s: float = 0.0
+    sequential: tuple[str, ...] = field(default=(), repr=False)
+    # The planner's objective (for TidyUP: cost, then action count, then tie weights).
+    planner_cost: int = field(default=0, repr=False)
 
-    def proposition_index(self, text: str) -> int:
-        parts = split_atom(text)
-        key = atom(*parts)
-        try:
-            return self._prop_index[key]
-        except KeyError:
-            raise UnknownNameError(
-                f'unknown proposition {text!r} in household {self.household.name!r}') from None
+    def actions_of(self, agent: str) -> list[str]:
+        return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
 
-    def state_from_atoms(self, atoms: Iterable[str]) -> int:
-        state = 0
-        for text in atoms:
-            state |= 1 << self.proposition_index(text)
-        return state
+    def format(self, width: int = 34) -> str:
+        """A two-column table of who does what, one joint step per line."""
+        lines = [f'{"step":>4}  {"robot":<{width}}{"human"}']
+        for index, step in enumerate(self.steps, 1):
+            lines.append(f'{index:>4}  {step.robot:<{width}}{step.human}')
+        lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, human {self.human_cost:g}),'
+                     f' {len(self.steps)} joint steps')
+        return '\n'.join(lines)
 
-    def atoms_of(self, state: int) -> list[str]:
-        return [p for i, p in enumerate(self.propositions) if state >> i & 1]
 
-    def state_vector(self, state: int) -> np.ndarray:
-        """The joint state as the paper's binary vector over the proposition index."""
-        return np.array([(state >> i) & 1 for i in range(len(self.propositions))], dtype=bool)
+@dataclass(frozen=True)
+class ActionOutcome:
+    agent: str
+    action: str          # canonical action text, or "noop"
+    changed: bool        # False for self-loops and no-ops
+    reason: str = ''     # why nothing changed ('' when the action applied)
 
-    # ---------------------------------------------------------------- ground actions
-    def _static_value(self, predicate: str, args: tuple[str, ...]) -> bool:
-        if predicate == 'has-sink':
-            return args[0] in self.household.sinks
-        if predicate == 'connected':
-            return self.household.connected(*args)
-        raise ConfigError(f'static predicate {predicate!r} of the domain has no household data')
+    @property
+    def self_loop(self) -> bool:
+        return self.action != NOOP and not self.changed
 
-    def _cost_value(self, fluent: str, args: tuple[str, ...]) -> float:
-        if fluent == 'move-cost':
-            return self.household.move_cost[args[0]]
-        if fluent == 'handling-cost':
-            return self.household.item(args[1]).cost[args[0]]
-        raise ConfigError(f'cost function {fluent!r} of the domain has no household data')
 
-    @cached_property
-    def planner_costs(self) -> dict[str, int]:
-        """Every cost term a ground action uses, e.g. ``(move-cost human kitchen study)``,
-        and the integer the planner sees for it (see :func:`planner_cost`)."""
-        return {term: planner_cost(cost, term)
-                for term, cost in sorted(self._cost_terms.items())}
+@dataclass(frozen=True)
+class PlannerGuarantees:
+    """What a planner promises; shortcuts that rely on a promise check it first.
 
-    def _ground_actions(self) -> tuple[GroundAction, ...]:
-        domain = self._domain_problem
-        static = {f.name for f in domain.get_static_fluents()}
-        ground = []
-        for action in domain.actions:
-            params = action.parameters
-            domains = [self._objects_of_type(p.type.name) for p in params]
-            for values in itertools.product(*domains):
-                binding = {p.name: v for p, v in zip(params, values)}
-                built = self._ground_one(action, binding, values, static)
-                if built is not None:
-                    ground.append(built)
-        return tuple(ground)
+    ``cost_optimal``: every plan minimises the planner's objective, so a plan optimal
+    under a vector stays optimal under any smaller vector that permits it (the shared
+    plans of :class:`~cecm_ros.core.hypotheses.SharedPlanEvaluator`).
+    ``deterministic``: the same task and vector give the same plan in every process, so
+    a plan may be kept and reused beyond the process that made it.
+    """
 
-    def _cost_of(self, expression: up.FNode, binding: dict[str, str]) -> tuple[float, int]:
-        """The household's cost of one cost effect and the planner's integer for it.
+    cost_optimal: bool
+    deterministic: bool
 
-        Only cost functions are supported: their values are written, tie-breaks
-        included, into every problem; a constant in the domain would reach the planner
-        without them.
+
+class TaskSource(Protocol):
+    """A seeded stream of tasks: the same seed gives the same tasks."""
+
+    def next_task(self) -> Task: ...
+
+    def tasks(self, count: int) -> list[Task]: ...
+
+
+class Planner(ABC):
+    """Plans a task jointly under a capability vector of the partner.
+
+    Implementations must be thread-safe; ``calls`` and ``cache_hits`` count the plans
+    made and the plans answered from memory.
+    """
+
+    domain: Domain[Any]
+    guarantees: PlannerGuarantees
+    calls: int = 0
+    cache_hits: int = 0
+
+    @abstractmethod
+    def plan_many(self, task: Task, vectors: Iterable[np.ndarray]) -> list[JointPlan]:
+        """Per vector, the joint plan the team would follow if the partner had it.
+        Raises UnsolvableTaskError when a vector leaves the goal unreachable."""
+
+    def plan(self, task: Task, capabilities: np.ndarray) -> JointPlan:
+        return self.plan_many(task, [capabilities])[0]
+
+    def plan_under_estimate(self, task: Task, estimate: np.ndarray) -> tuple[JointPlan, bool]:
+        """The robot's plan under its estimate, and whether it had to relax the estimate.
+
+        Mid-task the partner may already hold something the estimate says it can never
+        put down (it evidently could pick it up): the goal is then unreachable under
+        the estimate, and the robot plans as if the partner were fully capable, leaving
+        the partner to finish what it started, rather than giving up.
         """
-        if not expression.is_fluent_exp():
-            raise ConfigError(f'unsupported action cost expression {expression} (the '
-                              'domain must give costs as cost functions)')
-        fluent, args = self._bind(expression, binding)
-        term = atom(fluent, *args)
-        cost = self._cost_value(fluent, args)
-        self._cost_terms[term] = cost
-        return cost, planner_cost(cost, term)
-
-    @staticmethod
-    def _bind(node: up.FNode, binding: dict[str, str]) -> tuple[str, tuple[str, ...]]:
-        args = []
-        for arg in node.args:
-            if arg.is_parameter_exp():
-                args.append(binding[arg.parameter().name])
-            elif arg.is_object_exp():
-                args.append(arg.object().name)
-            else:
-                raise ConfigError(f'unsupported argument {arg} in {node}')
-        return node.fluent().name, tuple(args)
-
-    def _ground_one(self, action, binding, values, static) -> GroundAction | None:
-        agent = binding.get('a')
-        if agent is None:
-            raise ConfigError(f'action {action.name!r} must name its actor parameter ?a')
-        pre = 0
-        gate = None
-        possible = True
-        conditions = []
-        for precondition in action.preconditions:
-            conditions.extend(precondition.args if precondition.is_and() else [precondition])
-        for condition in conditions:
-            if condition.is_not() and condition.arg(0).is_equals():
-                left, right = (self._bind_term(t, binding) for t in condition.arg(0).args)
-                if left == right:
-                    return None  # e.g. moving from a room into itself
-                continue
-            if not condition.is_fluent_exp():
-                raise ConfigError(f'unsupported precondition {condition} in {action.name!r}')
-            name, args = self._bind(condition, binding)
-            if name.startswith(CAPABILITY_PREFIX):
-                if args[0] == HUMAN:
-                    gate = self.catalog.gate_index(name[len(CAPABILITY_PREFIX):], args[1])
-                continue
-            if name in static:
-                possible &= self._static_value(name, args)
-                continue
-            pre |= 1 << self._prop_index[atom(name, *args)]
-        add = delete = 0
-        cost, tie_broken = 0.0, 0
-        for effect in action.effects:
-            if effect.is_increase() and effect.fluent.fluent().name == 'total-cost':
-                term_cost, term_planner_cost = self._cost_of(effect.value, binding)
-                cost += term_cost
-                tie_broken += term_planner_cost
-                continue
-            name, args = self._bind(effect.fluent, binding)
-            bit = 1 << self._prop_index[atom(name, *args)]
-            if effect.value.is_true():
-                add |= bit
-            elif effect.value.is_false():
-                delete |= bit
-            else:
-                raise ConfigError(f'unsupported effect {effect} in {action.name!r}')
-        delete &= ~add
-        return GroundAction(
-            name=atom(action.name, *values), schema=action.name, agent=agent,
-            args=tuple(values), pre=pre, add=add, delete=delete, cost=cost,
-            planner_cost=tie_broken, gate=gate, statically_possible=possible)
-
-    @staticmethod
-    def _bind_term(term: up.FNode, binding: dict[str, str]) -> str:
-        if term.is_parameter_exp():
-            return binding[term.parameter().name]
-        return term.object().name
-
-    def action(self, text: str) -> GroundAction:
-        """Look up a ground action by its text (several spellings accepted)."""
-        parts = split_atom(text)
         try:
-            return self._actions_by_name[atom(*parts)]
-        except KeyError:
-            pass
-        schemas = sorted({a.schema for a in self.actions})
-        if parts[0] not in schemas:
-            raise UnknownNameError(
-                f'unknown action {parts[0]!r} in {text!r}; actions: {", ".join(schemas)}')
-        for value in parts[1:]:
-            known = (*AGENTS, *self.household.rooms, *self.household.item_names)
-            if value not in known:
-                raise UnknownNameError(
-                    f'unknown name {value!r} in action {text!r} for household '
-                    f'{self.household.name!r}')
-        raise UnknownNameError(f'action {text!r} does not exist (wrong arguments?)')
+            return self.plan(task, estimate), False
+        except UnsolvableTaskError:
+            return self.plan(task, self.domain.catalog.all_capable()), True
 
-    def applicable_actions(self, state: int, agent: str) -> list[str]:
-        """Canonical names of ``agent``'s ground actions applicable in ``state``.
+    def plan_sets(self, task: Task, vectors: np.ndarray, size: int
+                  ) -> list[list[JointPlan]] | None:
+        """Per vector, up to ``size`` diverse plans whose first is the vector's plan, for
+        CE-CM-Div, when this planner makes such sets itself (a top-k or diverse
+        planner). None (the default) when it does not: CE-CM-Div then builds each set
+        from the plans of partners who decline a capability the optimal plan uses
+        (:class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
+        return None
 
-        What a person may tell the robot to do instead of its intent (a correction
-        panel offers these, never free text). Capabilities are not consulted: the robot
-        has them all, and for the human they are what is being estimated.
-        """
-        self.household.check_agent(agent)
-        return [a.name for a in self.actions if a.agent == agent and a.applicable(state)]
+    def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
+        """The (vector, plan) pairs already known for ``task`` (none by default)."""
+        return []
 
-    def _inert_capabilities(self) -> np.ndarray:
-        live = np.zeros(len(self.catalog), dtype=bool)
-        for action in self.actions:
-            if action.agent == HUMAN and action.gate is not None and action.statically_possible:
-                live[action.gate] = True
-        return ~live
+    def known_plan_count(self, task: Task) -> int:
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional: most planners start nothing
+        """Stop whatever the planner started (processes, threads)."""
+
+    def __enter__(self) -> Planner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Domain(ABC, Generic[StateT]):
+    """A world in which a robot and a partner share tasks.
+
+    Subclasses give the capability catalog (with its partner types), tasks, the world's
+    dynamics with the self-loop rule, the trajectory distance and a planner. The
+    defaults below suit a symbolic domain whose states are sets of atoms.
+    """
+
+    name: str = ''
+    catalog: CapabilityCatalog
+
+    # ------------------------------------------------------------ capabilities
+    @property
+    @abstractmethod
+    def inert_mask(self) -> np.ndarray:
+        """True for capabilities no transition of this domain can depend on."""
 
     @property
     def inert_capabilities(self) -> list[str]:
-        """Capabilities no transition of this household can depend on."""
         return [self.catalog.names[i] for i in np.flatnonzero(self.inert_mask)]
 
-    # ------------------------------------------------------------------- problems
+    @abstractmethod
+    def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:
+        """Capabilities the partner provably used along ``trajectory``."""
+
+    # ------------------------------------------------------------------- tasks
+    @abstractmethod
+    def task_generator(self, seed: int) -> TaskSource:
+        """The seeded task stream of this domain."""
+
+    @abstractmethod
     def validate_task(self, task: Task) -> None:
-        """Check that the start state is a consistent household state and goals exist."""
-        state = self.state_from_atoms(task.initial)
-        self.state_from_atoms(task.goal)
-        atoms = set(self.atoms_of(state))
-        for agent in AGENTS:
-            rooms = [r for r in self.household.rooms if atom('agent-at', agent, r) in atoms]
-            if len(rooms) != 1:
-                raise ConfigError(f'task {task.task_id}: {agent} must be in exactly one room, '
-                                  f'found {rooms or "none"}')
-            held = [i for i in self.household.item_names if atom('holding', agent, i) in atoms]
-            free = atom('hand-free', agent) in atoms
-            if len(held) > 1 or free == bool(held):
-                raise ConfigError(f'task {task.task_id}: {agent} must either hold one item '
-                                  'or have a free hand')
-        for item in self.household.item_names:
-            places = [r for r in self.household.rooms if atom('item-at', item, r) in atoms]
-            holders = [a for a in AGENTS if atom('holding', a, item) in atoms]
-            if len(places) + len(holders) != 1:
-                raise ConfigError(f'task {task.task_id}: item {item} must be in exactly one '
-                                  'place (a room or a hand)')
-            if (atom('dirty', item) in atoms) == (atom('clean', item) in atoms):
-                raise ConfigError(f'task {task.task_id}: item {item} must be dirty or clean')
-        if not task.goal:
-            raise ConfigError(f'task {task.task_id} has an empty goal')
+        """Raise ConfigError (naming the task and what is wrong) for a task this domain
+        cannot run."""
 
-    def task_from_state(self, task: Task, state: int) -> Task:
-        """The same goal from an intermediate state (what a robot re-plans after a step)."""
-        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal)
+    def task_from_dict(self, entry: dict[str, Any], default_id: str) -> Task:
+        """A task from ``{id, initial: [atoms], goal: [atoms]}``, canonical and checked."""
+        if not isinstance(entry, dict) or 'initial' not in entry or 'goal' not in entry:
+            raise ConfigError(f'task {default_id}: needs "initial" and "goal" lists')
+        task_id = str(entry.get('id', default_id))
+        initial = self.canonical_atoms(entry['initial'], task_id)
+        goal = self.canonical_atoms(entry['goal'], task_id)
+        task = Task(task_id, frozenset(initial), frozenset(goal))
+        self.validate_task(task)
+        return task
 
-    def problem_text(self, task: Task) -> str:
-        """The PDDL problem of a task with a fully capable human (not validated)."""
-        house = self.household
-        lines = [f'(define (problem {_pddl_name(task.task_id)}) (:domain tidyup)',
-                 ' (:objects ' + ' '.join(AGENTS) + ' - agent '
-                 + ' '.join(house.rooms) + ' - room ' + ' '.join(house.item_names) + ' - item)',
-                 ' (:init (= (total-cost) 0)']
-        lines += [f'  {a}' for a in sorted(task.initial)]
-        lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
-        lines += [f'  {atom("connected", here, there)}' for here in house.rooms
-                  for there in house.rooms if house.connected(here, there)]
-        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()]
-        for agent in AGENTS:
-            # Everyone starts capable; the planner clones and switches human facts off.
-            for predicate in self._capability_predicates:
-                lines += [f'  {atom(predicate, agent, room)}' for room in house.rooms]
-        lines.append(' )')
-        lines.append(' (:goal (and ' + ' '.join(sorted(task.goal)) + '))')
-        lines.append(' (:metric minimize (total-cost)))')
-        return '\n'.join(lines)
+    def task_to_dict(self, task: Task) -> dict[str, Any]:
+        return {'id': task.task_id, 'initial': sorted(task.initial), 'goal': sorted(task.goal)}
 
-    @cached_property
-    def _capability_predicates(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self._domain_problem.fluents
-                     if f.name.startswith(CAPABILITY_PREFIX))
+    def canonical_atoms(self, atoms: Iterable[str], task_id: str = '') -> list[str]:
+        """The domain's spelling of ``atoms`` (raises on an unknown one)."""
+        return sorted(str(a) for a in atoms)
 
-    def _parse(self, problem_text: str) -> Problem:
-        with self._reader_lock:  # PDDLReader keeps parser state
-            return PDDLReader().parse_problem_string(self._domain_text, problem_text)
+    # -------------------------------------------------------------- dynamics
+    @abstractmethod
+    def initial_state(self, task: Task) -> StateT: ...
+
+    @abstractmethod
+    def goal_reached(self, task: Task, state: StateT) -> bool: ...
+
+    @abstractmethod
+    def task_from_state(self, task: Task, state: StateT) -> Task:
+        """The same goal from an intermediate state (what a robot re-plans from)."""
+
+    @abstractmethod
+    def transition(self, state: StateT, agent: str, action: str | None,
+                   capabilities: np.ndarray) -> tuple[StateT, ActionOutcome]:
+        """One agent's action: unknown actions raise, infeasible ones are self-loops
+        (an action whose capability the partner lacks leaves the state as it was)."""
+
+    @abstractmethod
+    def action_agent(self, action: str) -> str:
+        """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
+
+    @abstractmethod
+    def canonical_action(self, action: str) -> str:
+        """The domain's spelling of an action text (raises UnknownNameError)."""
+
+    @abstractmethod
+    def partner_capable(self, action: str, capabilities: np.ndarray) -> bool:
+        """Whether a partner with ``capabilities`` can do ``action`` (the robot can)."""
+
+    @abstractmethod
+    def applicable_actions(self, state: StateT, agent: str) -> list[str]:
+        """``agent``'s actions that would change ``state`` for a capable agent: what a
+        person may tell the robot to do instead."""
 
     @property
-    def domain_text(self) -> str:
-        return self._domain_text
+    @abstractmethod
+    def skill_kinds(self) -> tuple[str, ...]:
+        """The kinds of skill this domain's actions need (one skill server each)."""
 
-    def base_problem(self, task: Task) -> Problem:
-        """The UP problem of a task with a fully capable human."""
-        self.validate_task(task)
-        return self._parse(self.problem_text(task))
+    def skill_kind(self, action: str) -> str:
+        """The kind of skill that performs ``action`` (the robot's skill servers are
+        per kind); by default the action's name."""
+        return self.canonical_action(action).strip('()').split()[0]
 
-    def conditioned_problem(self, base: Problem, capabilities: np.ndarray) -> Problem:
-        """The induced problem: the human's gated actions need the capability."""
-        capabilities = self.catalog.check_vector(capabilities)
-        problem = base.clone()
-        human = problem.object(HUMAN)
-        for index in np.flatnonzero(~capabilities):
-            capability = self.catalog.capabilities[index]
-            if capability.room not in self.household.rooms:
-                continue  # a room this household does not have: inert
-            predicate = CAPABILITY_PREFIX + capability.action
-            if not problem.has_fluent(predicate):
-                raise ConfigError(
-                    f'capability {capability.name!r} gates action {capability.action!r}, '
-                    f'which the PDDL domain does not have')
-            fluent = problem.fluent(predicate)
-            problem.set_initial_value(fluent(human, problem.object(capability.room)), False)
-        return problem
+    # ----------------------------------------------------------- trajectories
+    @abstractmethod
+    def distance(self, first: Sequence[StateT], second: Sequence[StateT]) -> float:
+        """The distance CE-CM's epsilon is compared with, in [0, 1]."""
 
-    def human_capable(self, action: GroundAction, capabilities: np.ndarray) -> bool:
-        return action.agent != HUMAN or action.gate is None or bool(capabilities[action.gate])
+    def novelty(self, trajectory: Sequence[StateT], other: Sequence[StateT]) -> float:
+        """How much of ``trajectory`` is not in ``other`` (CE-CM-Div's thinning)."""
+        states = set(trajectory)
+        return len(states - set(other)) / len(states)
 
+    # ----------------------------------------------------------------- states
+    @abstractmethod
+    def check_state(self, state: StateT) -> None:
+        """Raise ConfigError when ``state`` is not a state of this domain."""
 
-def _pddl_name(text: str) -> str:
-    cleaned = ''.join(ch if ch.isalnum() or ch in '-_' else '-' for ch in text)
-    return ('task-' + cleaned) if not cleaned[:1].isalpha() else cleaned
+    @abstractmethod
+    def state_to_text(self, state: StateT) -> str:
+        """A compact text of a state that :meth:`state_from_text` reads back (saved
+        evidence)."""
 
+    @abstractmethod
+    def state_from_text(self, text: str) -> StateT: ...
 
-__all__ = ['AGENTS', 'HUMAN', 'NOOP', 'ROBOT', 'GroundAction', 'Task', 'TidyUpModel', 'atom',
-           'split_atom']
+    @abstractmethod
+    def state_facts(self, state: StateT) -> list[str]:
+        """The state as true atoms (empty for a numeric domain)."""
+
+    def state_features(self, state: StateT) -> list[float]:
+        """The state as numbers (empty for a symbolic domain)."""
+        return []
+
+    @abstractmethod
+    def state_from_wire(self, facts: Sequence[str], features: Sequence[float]) -> StateT:
+        """The state a message carried (facts or features, as this domain uses)."""
+
+    def render_data(self, state: StateT) -> dict[str, Any]:
+        """What a panel needs to draw ``state``; the generic panel shows facts and
+        features."""
+        return {'facts': self.state_facts(state), 'features': self.state_features(state)}
+
+    def panel_layout(self) -> dict[str, Any]:
+        """What a panel needs once to draw this domain's states: the name of a renderer
+        it knows and that renderer's fixed data. ``facts`` (the default) lists a state's
+        facts or features beside the goal, for any domain."""
+        return {'renderer': 'facts', 'feature_names': []}
+
+    # ---------------------------------------------------------------- planning
+    @abstractmethod
+    def planner(self, workers: int = 1, **options: Any) -> Planner:
+        """A planner for this domain using up to ``workers`` cores."""
+
+    def reference_planner(self) -> Planner:
+        """The straightforward planner benchmarks compare with: one full planning call
+        per vector, on one core, nothing remembered."""
+        return self.planner(workers=1)
+
+    def describe(self) -> str:
+        return self.name

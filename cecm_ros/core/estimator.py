@@ -21,10 +21,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .domain import HUMAN, Task, TidyUpModel
+from .domain import Domain, State, Task
 from .errors import ConfigError
 from .hypotheses import ProgressCallback
 from .inference import (
@@ -40,7 +41,7 @@ OLDER_BELIEF_FORMATS = ('cecm_ros/capability_belief/1',)
 INFERENCE_MODES = ('posterior', 'abc')
 
 # Named readings of CE-CM; any setting given explicitly overrides its preset.
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     'posterior': {'inference': 'posterior'},
     'paper': {'inference': 'abc', 'proposal': 'prior', 'window': None, 'decay': None},
     'sequential': {'inference': 'abc', 'proposal': 'belief', 'window': 1, 'decay': None},
@@ -204,9 +205,10 @@ class CapabilityBelief:
     method: str
     capability_names: list[str]
     settings: EstimatorSettings = field(default_factory=EstimatorSettings)
-    accepted: np.ndarray | None = None
-    accepted_task: np.ndarray | None = None
-    observed: np.ndarray | None = None
+    # None is filled in by __post_init__ (empty for the catalogue's size).
+    accepted: np.ndarray = None  # type: ignore[assignment]
+    accepted_task: np.ndarray = None  # type: ignore[assignment]
+    observed: np.ndarray = None  # type: ignore[assignment]
     tasks_seen: int = 0
     seed: int = 0
     posterior: ParticlePosterior | None = None
@@ -384,15 +386,37 @@ class CapabilityBelief:
         return twin
 
 
-def _evidence_dict(task: Task, observed: Sequence[int]) -> dict:
+def plain_state(state):
+    """A state as plain Python values: an int (a bitmask of facts) or a tuple of numbers."""
+    if isinstance(state, (int, np.integer)):
+        return int(state)
+    return tuple(float(x) if isinstance(x, (float, np.floating)) else int(x) for x in state)
+
+
+def encode_state(state) -> str | list:
+    """JSON for a state: a bitmask as hex text (the format beliefs were first saved in),
+    a numeric state as a list."""
+    state = plain_state(state)
+    return format(state, 'x') if isinstance(state, int) else list(state)
+
+
+def decode_state(value):
+    if isinstance(value, str):
+        return int(value, 16)
+    if isinstance(value, list):
+        return plain_state(value)
+    raise TypeError(f'a saved state must be hex text or a list, got {type(value).__name__}')
+
+
+def _evidence_dict(task: Task, observed: Sequence) -> dict:
     return {'task_id': task.task_id, 'initial': sorted(task.initial), 'goal': sorted(task.goal),
-            'observed': [format(state, 'x') for state in observed]}
+            'observed': [encode_state(state) for state in observed]}
 
 
-def _evidence_from_dict(data: dict) -> tuple[Task, tuple[int, ...]]:
+def _evidence_from_dict(data: dict) -> tuple[Task, tuple]:
     try:
         task = Task(str(data['task_id']), frozenset(data['initial']), frozenset(data['goal']))
-        observed = tuple(int(state, 16) for state in data['observed'])
+        observed = tuple(decode_state(state) for state in data['observed'])
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f'malformed evidence entry in the belief: {error}') from None
     return task, observed
@@ -412,7 +436,7 @@ class Estimator:
 
     method = 'base'
 
-    def __init__(self, model: TidyUpModel, settings: EstimatorSettings | None = None,
+    def __init__(self, model: Domain, settings: EstimatorSettings | None = None,
                  seed: int = 0, belief: CapabilityBelief | None = None):
         self.model = model
         self.settings = settings or EstimatorSettings()
@@ -438,7 +462,7 @@ class Estimator:
         """The capability vectors this estimator holds possible and their weights."""
         return self.estimate[None, :], np.ones(1)
 
-    def update(self, task: Task, observed: Sequence[int],
+    def update(self, task: Task, observed: Sequence[State],
                progress: ProgressCallback | None = None) -> UpdateReport:
         raise NotImplementedError
 
@@ -459,7 +483,7 @@ class PessimisticEstimator(Estimator):
     method = 'pessimistic'
 
     def update(self, task, observed, progress=None) -> UpdateReport:
-        used = observed_human_capabilities(self.model, observed)
+        used = self.model.exercised_capabilities(observed)
         before = self.belief.observed.copy()
         self.belief.observed |= used
         self.belief.tasks_seen += 1
@@ -475,7 +499,7 @@ class CecmEstimator(Estimator):
 
     method = 'cecm'
 
-    def __init__(self, model: TidyUpModel, evaluator, settings: EstimatorSettings | None = None,
+    def __init__(self, model: Domain, evaluator, settings: EstimatorSettings | None = None,
                  seed: int = 0, belief: CapabilityBelief | None = None):
         super().__init__(model, settings, seed, belief)
         self.evaluator = evaluator
@@ -533,7 +557,7 @@ class CecmEstimator(Estimator):
         size = (self.settings.samples, len(self.model.catalog))
         return rng.random(size) < self.proposal_probabilities()
 
-    def update(self, task: Task, observed: Sequence[int],
+    def update(self, task: Task, observed: Sequence[State],
                progress: ProgressCallback | None = None) -> UpdateReport:
         """One task's update; on any error the belief stays exactly as it was."""
         if len(observed) < 1:
@@ -559,42 +583,22 @@ class CecmEstimator(Estimator):
 
     def _update_posterior(self, task, observed, progress) -> UpdateReport:
         self.model.validate_task(task)
-        limit = 1 << len(self.model.propositions)
         for step, state in enumerate(observed):
-            if not 0 <= int(state) < limit:
-                raise ConfigError(f'task {task.task_id}: observed state {step} is not a '
-                                  'state of this household')
+            try:
+                self.model.check_state(state)
+            except ConfigError as error:
+                raise ConfigError(f'task {task.task_id}: observed state {step}: '
+                                  f'{error}') from None
         updated = self.belief.copy()
         rng = np.random.default_rng([updated.seed, updated.tasks_seen + 1])
-        result = updated.posterior.update(task, tuple(int(s) for s in observed),
+        assert updated.posterior is not None   # CE-CM with the posterior has one
+        result = updated.posterior.update(task, tuple(plain_state(s) for s in observed),
                                           self.evaluator, rng, progress)
         updated.tasks_seen += 1
         updated.last_accepted = result.survivors
         self.belief = updated
         return UpdateReport(task.task_id, self.settings.samples, result.survivors,
                             result.explained, result.message)
-
-
-def observed_human_capabilities(model: TidyUpModel, trajectory: Sequence[int]) -> np.ndarray:
-    """Capabilities the partner provably used: a human transition that changed the state.
-
-    For each step the pair of actions (robot, human) that explains the state change is
-    found among the applicable ground actions; a step no pair explains is skipped.
-    """
-    used = np.zeros(len(model.catalog), dtype=bool)
-    for before, after in zip(trajectory, trajectory[1:]):
-        if before == after:
-            continue
-        robot = [None] + [a for a in model.actions if a.agent != HUMAN and a.applicable(before)]
-        human = [a for a in model.actions if a.agent == HUMAN and a.applicable(before)]
-        for h in human:
-            middle = h.apply(before)
-            if any((middle if r is None else r.apply(middle)) == after
-                   for r in robot if r is None or r.applicable(middle)):
-                if h.gate is not None:
-                    used[h.gate] = True
-                break
-    return used
 
 
 class CecmDivEstimator(CecmEstimator):
@@ -604,11 +608,11 @@ class CecmDivEstimator(CecmEstimator):
     method = 'cecm_div'
 
 
-ESTIMATORS = {'cecm': CecmEstimator, 'cecm_div': CecmDivEstimator,
+ESTIMATORS: dict[str, type[Estimator]] = {'cecm': CecmEstimator, 'cecm_div': CecmDivEstimator,
               'optimistic': OptimisticEstimator, 'pessimistic': PessimisticEstimator}
 
 
-def make_estimator(method: str, model: TidyUpModel, evaluator=None,
+def make_estimator(method: str, model: Domain, evaluator=None,
                    settings: EstimatorSettings | None = None, seed: int = 0,
                    belief: CapabilityBelief | None = None) -> Estimator:
     try:

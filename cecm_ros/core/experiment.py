@@ -19,14 +19,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import metrics
-from .domain import TidyUpModel
+from .domain import Domain, Planner
 from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
-from .hypotheses import PLAN_SET_DEFAULTS, DiversePlanEvaluator, SharedPlanEvaluator
+from .hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from .metrics import HeldoutPool
 from .partners import (
     RobotTeammate,
@@ -35,7 +36,6 @@ from .partners import (
     partner_seed,
     run_shared_task,
 )
-from .planner import JointPlanner
 from .task_choice import choose_task
 from .tasks import TaskSequence, heldout_seed
 
@@ -117,7 +117,7 @@ class TaskResult:
     hamming_identifiable: float = float('nan')   # filled in by HeldoutPool
 
 
-def task_metrics(model: TidyUpModel, record: TaskRecord, estimate: np.ndarray,
+def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
                  theta: np.ndarray, truth: np.ndarray, accepted: int, message: str, run: int,
                  index: int, statuses: Sequence[str] = ()) -> TaskResult:
     """The paper's metrics for one task (Hamming after the update on that task), and
@@ -148,7 +148,7 @@ def run_seed(seed: int, run: int) -> int:
     return seed * 100_003 + run
 
 
-def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSettings,
+def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
              run: int, report: Callable[[str], None] | None = None) -> list[TaskResult]:
     """One run: a seeded task sequence with one estimator learning along it.
 
@@ -160,14 +160,14 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
     informative = settings.task_choice == 'informative'
     sequence = TaskSequence(model, seed, count=settings.tasks,
                             candidates=settings.candidates if informative else 1)
-    evaluator = (DiversePlanEvaluator(planner) if settings.method == 'cecm_div'
-                 else SharedPlanEvaluator(planner))
+    evaluator = evaluator_for(settings.method, planner)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
     results = []
     for index in range(settings.tasks):
         partner = settings.partner
-        if settings.switch_after is not None and index >= settings.switch_after:
+        if settings.switch_partner is not None and settings.switch_after is not None \
+                and index >= settings.switch_after:
             partner = settings.switch_partner
         truth = model.catalog.resolve(partner)
         started = time.perf_counter()
@@ -196,7 +196,7 @@ def run_once(model: TidyUpModel, planner: JointPlanner, settings: ExperimentSett
     return results
 
 
-def add_heldout_metrics(model: TidyUpModel, pool: HeldoutPool, results: list[TaskResult]
+def add_heldout_metrics(model: Domain, pool: HeldoutPool, results: list[TaskResult]
                         ) -> dict[str, list[str]]:
     """Fill in each row's held-out agreement and identifiable Hamming distance; returns
     the identifiable capabilities of every true vector that occurs."""
@@ -207,6 +207,7 @@ def add_heldout_metrics(model: TidyUpModel, pool: HeldoutPool, results: list[Tas
     for truth_bits in sorted({r.truth for r in results}):
         truth = np.array([ch == '1' for ch in truth_bits], dtype=bool)
         mask = pool.identifiable(truth)
+        assert mask is not None   # with plan=True every plan is made
         identifiable[model.catalog.format_vector(truth)] = \
             [model.catalog.names[i] for i in np.flatnonzero(mask)]
         rows = [i for i, r in enumerate(results) if r.truth == truth_bits]
@@ -235,12 +236,12 @@ def mean_ci95(values) -> dict[str, float]:
 
 
 def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: float,
-              model: TidyUpModel, extra: dict | None = None) -> dict:
+              model: Domain, extra: dict | None = None) -> dict:
     per_task = []
     # (A session's failed tasks have no row: only positions with results are summed up.)
     for index in sorted({r.task_index for r in results}):
         rows = [r for r in results if r.task_index == index]
-        entry = {'task': index + 1, 'runs': len(rows)}
+        entry: dict[str, Any] = {'task': index + 1, 'runs': len(rows)}
         for name in METRICS:
             values = [getattr(r, name) for r in rows]
             if not any(isinstance(v, float) and math.isnan(v) for v in values):
@@ -256,6 +257,7 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
     return {
         'format': 'cecm_ros/experiment_summary/1',
         'settings': settings_dict,
+        'domain': model.describe(),
         'capabilities': list(model.catalog.names),
         'inert_capabilities': model.inert_capabilities,
         'true_capabilities': model.catalog.format_vector(model.catalog.resolve(settings.partner)),
@@ -275,11 +277,10 @@ def write_outputs(out_dir: Path, summary: dict, results: list[TaskResult]) -> No
             writer.writerow(asdict(result))
 
 
-def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = None,
+def run_experiment(settings: ExperimentSettings, model: Domain,
                    out_dir: str | Path | None = None, quiet: bool = False,
-                   planner: JointPlanner | None = None) -> dict:
+                   planner: Planner | None = None) -> dict:
     """Run ``settings.runs`` runs (``jobs`` at a time) and write the outputs to ``out_dir``."""
-    model = model or TidyUpModel()
     for spec in filter(None, (settings.partner, settings.switch_partner)):
         model.catalog.resolve(spec)  # fail early on a bad partner
     lock = threading.Lock()
@@ -290,13 +291,13 @@ def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = Non
                 print(line, file=sys.stderr, flush=True)
 
     own_planner = planner is None
-    planner = planner or JointPlanner(model, workers=settings.jobs)
+    planner = planner or model.planner(workers=settings.jobs)
     calls_before, hits_before = planner.calls, planner.cache_hits
     started = time.perf_counter()
     try:
         if settings.jobs > 1 and settings.runs > 1:
-            with ThreadPoolExecutor(settings.jobs) as pool:
-                batches = list(pool.map(
+            with ThreadPoolExecutor(settings.jobs) as threads:
+                batches = list(threads.map(
                     lambda run: run_once(model, planner, settings, run, report),
                     range(settings.runs)))
         else:
@@ -306,7 +307,7 @@ def run_experiment(settings: ExperimentSettings, model: TidyUpModel | None = Non
         identifiable = None
         if settings.heldout:
             report(f'held-out metrics: {settings.heldout} tasks (seed {settings.heldout_seed})')
-            pool = HeldoutPool(model, SharedPlanEvaluator(planner), settings.heldout_seed,
+            pool = HeldoutPool(model, evaluator_for('cecm', planner), settings.heldout_seed,
                                settings.heldout)
             identifiable = add_heldout_metrics(model, pool, results)
     finally:

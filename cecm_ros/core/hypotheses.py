@@ -3,7 +3,7 @@
 This is the one question inference asks of a domain. :class:`HypothesisEvaluator`
 states it; the posterior, the evidence report and the task choice (``inference``,
 ``task_choice``) use nothing else, so another domain with another planner plugs in by
-answering it. Three answers for TidyUP:
+answering it. Three answers, for any domain:
 
 * :class:`NaiveEvaluator` plans once per sample, as Algorithm 1 is written.
 * :class:`SharedPlanEvaluator` reaches the same plans with far fewer planner calls.
@@ -14,9 +14,10 @@ answering it. Three answers for TidyUP:
   a capability that ``c`` lacks, removes those capabilities from ``c'`` and plans again.
   Samples that agree on the capabilities the plans actually use share every call, and
   the planner solves the remaining distinct vectors in parallel.
-  "Cost" here is the planner's objective, household cost with its tie-breaks (see
-  ``cecm_ros.core.domain``), whose optimum is nearly always unique: answers can differ
-  from the naive ones only where two plans tie on it too.
+  "Cost" here is the planner's objective (for TidyUP, household cost with its
+  tie-breaks, see ``cecm_ros.domains.tidyup.model``), whose optimum is nearly always
+  unique: answers can differ from the naive ones only where two plans tie on it too.
+  Only a planner whose guarantees say ``cost_optimal`` may be used this way.
 * :class:`DiversePlanEvaluator` (CE-CM-Div) answers with a set of plans per hypothesis.
 """
 
@@ -30,12 +31,10 @@ from typing import Protocol
 
 import numpy as np
 
-from .domain import Task
-from .planner import JointPlan, JointPlanner
-from .trajectory import jaccard_distance, min_jaccard_distance
+from .domain import JointPlan, Planner, Task
 
 ProgressCallback = Callable[[int, int], None]  # (samples evaluated, samples total)
-Trajectory = tuple[int, ...]
+Trajectory = tuple  # of the domain's states
 
 
 class HypothesisEvaluator(Protocol):
@@ -52,7 +51,7 @@ class HypothesisEvaluator(Protocol):
                         progress: ProgressCallback | None = None) -> list[list[Trajectory]]:
         ...
 
-    def distances(self, task, samples: np.ndarray, observed: Sequence[int],
+    def distances(self, task, samples: np.ndarray, observed: Sequence,
                   progress: ProgressCallback | None = None) -> np.ndarray:
         ...
 
@@ -60,9 +59,18 @@ class HypothesisEvaluator(Protocol):
         """Per sample, the trajectory a planning robot would predict (the first of its set)."""
         ...
 
+    def distance(self, first: Sequence, second: Sequence) -> float:
+        """The domain's trajectory distance (what epsilon is compared with)."""
+        ...
+
 
 class _PlanEvaluator:
     """Trajectory sets and distances from ``plan_sets`` (one or more plans per sample)."""
+
+    planner: Planner
+
+    def distance(self, first: Sequence, second: Sequence) -> float:
+        return self.planner.domain.distance(first, second)
 
     def plan_sets(self, task: Task, samples: np.ndarray,
                   progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
@@ -75,17 +83,17 @@ class _PlanEvaluator:
     def predicted_trajectories(self, task, samples) -> list[Trajectory]:
         return [trajectories[0] for trajectories in self.trajectory_sets(task, samples)]
 
-    def distances(self, task: Task, samples: np.ndarray, observed: Sequence[int],
+    def distances(self, task: Task, samples: np.ndarray, observed: Sequence,
                   progress: ProgressCallback | None = None) -> np.ndarray:
         sets = self.trajectory_sets(task, samples, progress)
-        return np.array([min_jaccard_distance(trajectories, observed)
+        return np.array([min(self.distance(t, observed) for t in trajectories)
                          for trajectories in sets], dtype=float)
 
 
 class NaiveEvaluator(_PlanEvaluator):
     """One planner call per sample (no sharing): the reference for correctness."""
 
-    def __init__(self, planner: JointPlanner):
+    def __init__(self, planner: Planner):
         self.planner = planner
 
     def plans(self, task: Task, samples: np.ndarray,
@@ -102,7 +110,7 @@ class NaiveEvaluator(_PlanEvaluator):
 
     def distances(self, task, samples, observed, progress=None) -> np.ndarray:
         plans = self.plans(task, samples, progress)
-        return np.array([jaccard_distance(p.trajectory, observed) for p in plans])
+        return np.array([self.distance(p.trajectory, observed) for p in plans])
 
 
 class _KnownPlans:
@@ -140,7 +148,11 @@ class SharedPlanEvaluator(_PlanEvaluator):
     plans), because the posterior re-checks many vectors against every task seen.
     """
 
-    def __init__(self, planner: JointPlanner):
+    def __init__(self, planner: Planner):
+        if not planner.guarantees.cost_optimal:
+            raise ValueError(
+                f'{type(planner).__name__} does not promise cost-optimal plans, which '
+                'sharing plans between hypotheses needs; use NaiveEvaluator')
         self.planner = planner
         self._known: dict[tuple, _KnownPlans] = {}
         self._lock = threading.Lock()
@@ -150,7 +162,7 @@ class SharedPlanEvaluator(_PlanEvaluator):
         with self._lock:
             known = self._known.get(task.key)
         if known is None or known.count != count:
-            known = _KnownPlans(self.planner.cached_plans(task), len(self.planner.model.catalog))
+            known = _KnownPlans(self.planner.cached_plans(task), len(self.planner.domain.catalog))
             with self._lock:
                 self._known[task.key] = known
                 while len(self._known) > 512:
@@ -159,9 +171,9 @@ class SharedPlanEvaluator(_PlanEvaluator):
 
     def plans(self, task: Task, samples: np.ndarray,
               progress: ProgressCallback | None = None) -> list[JointPlan]:
-        model = self.planner.model
-        samples = np.asarray(samples, dtype=bool).reshape(-1, len(model.catalog)) \
-            | model.inert_mask
+        domain = self.planner.domain
+        samples = np.asarray(samples, dtype=bool).reshape(-1, len(domain.catalog)) \
+            | domain.inert_mask
         total = len(samples)
         relaxed = np.ones_like(samples)
         result: list[JointPlan | None] = [None] * total
@@ -197,7 +209,7 @@ class SharedPlanEvaluator(_PlanEvaluator):
 
     def distances(self, task, samples, observed, progress=None) -> np.ndarray:
         plans = self.plans(task, samples, progress)
-        return np.array([jaccard_distance(p.trajectory, observed) for p in plans])
+        return np.array([self.distance(p.trajectory, observed) for p in plans])
 
 
 def _bounded_plans(samples: np.ndarray, known: _KnownPlans) -> np.ndarray:
@@ -249,15 +261,17 @@ class DiversePlanEvaluator(_PlanEvaluator):
     set follows from the task and ``c`` alone, whatever else was planned before.
     """
 
-    def __init__(self, planner: JointPlanner,
-                 max_plans: int = PLAN_SET_DEFAULTS['max_plans'],
-                 diversity: float = PLAN_SET_DEFAULTS['diversity'],
+    def __init__(self, planner: Planner,
+                 max_plans: int = PLAN_SET_DEFAULTS['max_plans'],  # type: ignore[assignment]
+                 diversity: float = PLAN_SET_DEFAULTS['diversity'],  # type: ignore[assignment]
                  cost_slack: float | None = PLAN_SET_DEFAULTS['cost_slack'],
-                 depth: int = PLAN_SET_DEFAULTS['depth']):
+                 depth: int = PLAN_SET_DEFAULTS['depth']):  # type: ignore[assignment]
         if depth < 0:
             raise ValueError(f'depth must be at least 0, got {depth}')
         self.planner = planner
-        self.shared = SharedPlanEvaluator(planner)
+        self.shared: SharedPlanEvaluator | NaiveEvaluator = \
+            SharedPlanEvaluator(planner) if planner.guarantees.cost_optimal \
+            else NaiveEvaluator(planner)
         self.max_plans = max_plans
         self.diversity = diversity
         self.cost_slack = cost_slack
@@ -265,7 +279,13 @@ class DiversePlanEvaluator(_PlanEvaluator):
 
     def plan_sets(self, task: Task, samples: np.ndarray,
                   progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
-        samples = np.asarray(samples, dtype=bool) | self.planner.model.inert_mask
+        samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
+        native = self.planner.plan_sets(task, samples, self.max_plans)
+        if native is not None:
+            # The planner's own sets (a top-k or diverse planner): thinned the same way.
+            return [self._thin(plans[0], sorted(plans[1:],
+                                                key=lambda p: (p.planner_cost, p.sequential)))
+                    for plans in native]
         optimal = self.shared.plans(task, samples, progress)
         seen = [{sample.tobytes()} for sample in samples]
         alternatives: list[list[JointPlan]] = [[] for _ in samples]
@@ -301,7 +321,7 @@ class DiversePlanEvaluator(_PlanEvaluator):
 
     def predicted_trajectories(self, task, samples) -> list[Trajectory]:
         # The optimal plans alone: the rest of the sets is not needed for a prediction.
-        samples = np.asarray(samples, dtype=bool) | self.planner.model.inert_mask
+        samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
         return [plan.trajectory for plan in self.shared.plans(task, samples)]
 
     def _thin(self, best: JointPlan, others: list[JointPlan]) -> list[JointPlan]:
@@ -313,12 +333,18 @@ class DiversePlanEvaluator(_PlanEvaluator):
                 break
             if plan.sequential == best.sequential:
                 continue
-            if min(_set_difference(plan, other) for other in chosen) >= self.diversity:
+            if min(self.planner.domain.novelty(plan.trajectory, other.trajectory)
+                   for other in chosen) >= self.diversity:
                 chosen.append(plan)
         return chosen
 
 
-def _set_difference(plan: JointPlan, other: JointPlan) -> float:
-    """|S_a minus S_b| / |S_a| over visited states: how much of ``plan`` is new."""
-    states = set(plan.trajectory)
-    return len(states - set(other.trajectory)) / len(states)
+def evaluator_for(method: str, planner: Planner) -> _PlanEvaluator:
+    """The evaluator a method uses with this planner: CE-CM-Div compares with diverse
+    sets, CE-CM with one plan; plans are shared between hypotheses only when the
+    planner promises cost-optimal plans, else every hypothesis is planned."""
+    if method == 'cecm_div':
+        return DiversePlanEvaluator(planner)
+    if planner.guarantees.cost_optimal:
+        return SharedPlanEvaluator(planner)
+    return NaiveEvaluator(planner)

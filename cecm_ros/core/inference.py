@@ -132,7 +132,8 @@ class CapabilityPrior:
 
     def log_prob(self, vectors: np.ndarray) -> np.ndarray:
         vectors = np.atleast_2d(vectors).astype(bool)
-        independent = np.where(vectors, np.log(self.p), np.log1p(-self.p))
+        independent: np.ndarray = np.where(  # type: ignore[assignment]
+            vectors, np.log(self.p), np.log1p(-self.p))
         if self.alike:
             return self._alike_log_prob(vectors, independent)
         if not self.coupled:
@@ -207,7 +208,7 @@ class CapabilityPrior:
             for group in self.groups:
                 together = rng.random(count) < self.coupling
                 value = rng.random(count) < self.p
-                vectors[np.ix_(together, list(group))] = value[together, None]
+                vectors[np.ix_(together, list(group))] = value[together, None]  # type: ignore[arg-type]
         return vectors
 
 
@@ -346,12 +347,18 @@ class ParticlePosterior:
             keep |= np.array([entry.status == NEVER_EXERCISED for entry in self.report])
         return np.where(keep, mean, theta)
 
+    def _particles(self) -> np.ndarray:
+        """The particles, which exist from the first update on."""
+        if self.particles is None:
+            raise RuntimeError('the posterior has no particles before its first update')
+        return self.particles
+
     def distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """The distinct hypotheses and their posterior masses: exact when the support is
         known, else the particles' frequencies."""
         if self.support is not None:
             return self.support
-        vectors, counts = np.unique(self.particles, axis=0, return_counts=True)
+        vectors, counts = np.unique(self._particles(), axis=0, return_counts=True)
         return vectors, counts / counts.sum()
 
     def estimate(self, rule: str, psi: float) -> np.ndarray:
@@ -553,7 +560,7 @@ class ParticlePosterior:
                                                              vectors[unexplained])
             return total
 
-        particles = np.unique(self.particles if begin is None else begin, axis=0)
+        particles = np.unique(self._particles() if begin is None else begin, axis=0)
         extremes = self._canonical(np.array([np.ones(self.prior.size, dtype=bool),
                                              np.zeros(self.prior.size, dtype=bool)]))
         live = np.flatnonzero(self.live)
@@ -613,7 +620,7 @@ class ParticlePosterior:
         ``evidence`` (default: all active) and satisfy ``constraint`` when given. Without
         ``particles`` it moves (and replaces) the posterior's own."""
         own = particles is None
-        current = self.particles if own else particles
+        current = self._particles() if particles is None else particles
         evidence = self.active if evidence is None else evidence
         live = np.flatnonzero(self.live)
         if len(live) == 0 or not len(current):
@@ -657,7 +664,7 @@ class ParticlePosterior:
         means complete; its exact masses are the prior's, renormalised. None when the
         particles are too many or the closure grows past SUPPORT_LIMIT.
         """
-        found = np.unique(self.particles, axis=0)
+        found = np.unique(self._particles(), axis=0)
         if len(found) > SUPPORT_START or not self.active:
             return None
         live = np.flatnonzero(self.live)
@@ -753,7 +760,7 @@ class ParticlePosterior:
         disagree = vectors.min(axis=0) != vectors.max(axis=0)
         vectors = vectors[np.argsort(-mass, kind='stable')[:most]]
         subsets: dict[int, tuple[np.ndarray, np.ndarray, bool]] = {}
-        for i in np.flatnonzero(self.live):
+        for i in map(int, np.flatnonzero(self.live)):
             both = bool(disagree[i])
             subset = vectors[:32] if both else vectors
             flipped = subset.copy()

@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .domain import NOOP, TidyUpModel
+from .domain import NOOP, Domain, JointPlan
 from .errors import InterruptedWorkError
-from .planner import JointPlan
 
 
 def hamming(estimate: np.ndarray, truth: np.ndarray, mask: np.ndarray | None = None) -> float:
@@ -41,10 +40,10 @@ def plan_overlap_iou(first: JointPlan, second: JointPlan) -> float:
     return 1.0 if union == 0 else sum((a & b).values()) / union
 
 
-def infeasible_assigned(model: TidyUpModel, plan: JointPlan, truth: np.ndarray) -> int:
+def infeasible_assigned(model: Domain, plan: JointPlan, truth: np.ndarray) -> int:
     """Partner actions in ``plan`` that the partner's true capabilities make self-loops."""
     return sum(1 for step in plan.steps if step.human != NOOP
-               and not model.human_capable(model.action(step.human), truth))
+               and not model.partner_capable(step.human, truth))
 
 
 class HeldoutPool:
@@ -61,16 +60,14 @@ class HeldoutPool:
     belief ahead, in a thread of its own), so no vector is planned twice.
     """
 
-    def __init__(self, model: TidyUpModel, evaluator, seed: int, size: int = 40,
+    def __init__(self, model: Domain, evaluator, seed: int, size: int = 40,
                  interrupt: Callable[[], bool] | None = None):
-        from .tasks import TaskGenerator
-
         if size < 1:
             raise ValueError(f'a held-out pool needs at least one task, got {size}')
         self.model = model
         self.evaluator = evaluator
         self.seed = seed
-        self.tasks = TaskGenerator(model, seed).tasks(size)
+        self.tasks = model.task_generator(seed).tasks(size)
         self.interrupt = interrupt   # asked between pool tasks; True stops the work
         self._trajectories: dict[bytes, tuple] = {}
         self._lock = threading.Lock()

@@ -20,10 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .domain import Task
 from .errors import ConfigError
-from .estimator import CapabilityBelief
+from .estimator import CapabilityBelief, decode_state, encode_state
 
 STORE_FORMAT = 'cecm_ros/partner_store'
 STORE_VERSION = 1
@@ -62,14 +63,14 @@ class LogEntry:
     session_id: str
     task_index: int
     task: Task
-    observed: tuple[int, ...]
+    observed: tuple
     report: dict = field(default_factory=dict)   # samples evaluated/accepted, message, ...
     recorded: float = 0.0
 
     def to_dict(self) -> dict:
         return {'session_id': self.session_id, 'task_index': self.task_index,
                 'task': task_to_dict(self.task),
-                'observed': [format(state, 'x') for state in self.observed],
+                'observed': [encode_state(state) for state in self.observed],
                 'report': self.report, 'recorded': self.recorded}
 
     @classmethod
@@ -77,7 +78,7 @@ class LogEntry:
         try:
             return cls(str(data['session_id']), int(data['task_index']),
                        task_from_dict(data['task']),
-                       tuple(int(s, 16) for s in data['observed']),
+                       tuple(decode_state(s) for s in data['observed']),
                        dict(data.get('report', {})), float(data.get('recorded', 0.0)))
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError(f'malformed task log entry: {error}') from None
@@ -224,7 +225,7 @@ class PartnerStore:
         with self._lock:
             rows = self._db.execute(query + ' ORDER BY position', arguments).fetchall()
         return [LogEntry(session, index, task_from_dict(json.loads(task)),
-                         tuple(int(s, 16) for s in json.loads(observed)), json.loads(report),
+                         tuple(decode_state(s) for s in json.loads(observed)), json.loads(report),
                          recorded)
                 for session, index, task, observed, report, recorded in rows]
 
@@ -274,7 +275,7 @@ class PartnerStore:
                     db.execute('INSERT INTO task_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
                                (partner_id, position, entry.session_id, entry.task_index,
                                 json.dumps(task_to_dict(entry.task)),
-                                json.dumps([format(s, 'x') for s in entry.observed]),
+                                json.dumps([encode_state(s) for s in entry.observed]),
                                 json.dumps(entry.report), entry.recorded or now))
             except sqlite3.IntegrityError:
                 return False
@@ -317,7 +318,7 @@ class PartnerStore:
 
 
 def rebuild_belief(belief: CapabilityBelief, entries: list[LogEntry],
-                   make: Callable[[CapabilityBelief], object]) -> CapabilityBelief:
+                   make: Callable[[CapabilityBelief], Any]) -> CapabilityBelief:
     """Replay a task log: ``make(fresh_belief)`` must return an estimator that continues
     that (empty) belief; every logged task is given to it in order."""
     fresh = CapabilityBelief(belief.method, list(belief.capability_names), belief.settings,

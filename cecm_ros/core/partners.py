@@ -20,13 +20,12 @@ from itertools import zip_longest
 
 import numpy as np
 
-from .domain import NOOP, Task, TidyUpModel
+from .domain import NOOP, Domain, JointPlan, JointStep, Planner, State, Task
 from .errors import CecmError
-from .planner import JointPlan, JointPlanner, JointStep
 from .simulator import ActionOutcome, WorldSimulator
 
 
-def off_plan(plan: JointPlan, done: int, state: int) -> bool:
+def off_plan(plan: JointPlan, done: int, state: State) -> bool:
     """Whether ``state``, seen after ``done`` steps of ``plan``, is not the state the plan
     predicted there; past its last step the plan predicts its goal state, so a plan that
     ran out before the goal holds is off too. The rest of such a plan no longer fits."""
@@ -57,7 +56,7 @@ class ReplanRule:
     def begin_task(self) -> None:
         self.idle, self.alone = 0, False
 
-    def after_step(self, plan: JointPlan, done: int, before: int, state: int,
+    def after_step(self, plan: JointPlan, done: int, before: State, state: State,
                    corrected: bool, answered: bool = True) -> str | None:
         """After ``done`` steps of ``plan`` took the world from ``before`` to ``state``:
         None (go on), 'belief' (re-plan under the estimate) or 'alone' (re-plan with a
@@ -107,12 +106,12 @@ class SimulatedHuman:
     makes those choices reproducible.
     """
 
-    def __init__(self, planner: JointPlanner, capabilities: np.ndarray,
+    def __init__(self, planner: Planner, capabilities: np.ndarray,
                  forgo_probability: float = 0.0, seed: int = 0):
         if not 0.0 <= forgo_probability <= 1.0:
             raise ValueError(f'forgo_probability must lie in [0, 1], got {forgo_probability}')
         self.planner = planner
-        self.capabilities = planner.model.catalog.check_vector(capabilities)
+        self.capabilities = planner.domain.catalog.check_vector(capabilities)
         self.forgo_probability = forgo_probability
         self.rng = np.random.default_rng(seed)
         self.plan: JointPlan | None = None
@@ -136,7 +135,7 @@ class SimulatedHuman:
             willing[declined] = False
             self.plan = self.planner.plan(task, willing)
             self.willing = willing
-            self.forgone = self.planner.model.catalog.names[declined]
+            self.forgone = self.planner.domain.catalog.names[declined]
         self.step_index = 0
         self.first_step = 0
         self.earlier = ()
@@ -148,14 +147,15 @@ class SimulatedHuman:
         """The task's joint step the partner is at (plans re-made mid-task start at 0)."""
         return self.first_step + self.step_index
 
-    def expects(self, state: int) -> bool:
+    def expects(self, state: State) -> bool:
         """Whether the world is where its plan says it should be by now."""
         return self.plan is None or not off_plan(self.plan, self.step_index, state)
 
-    def replan(self, state: int) -> JointPlan:
+    def replan(self, state: State) -> JointPlan:
         """Carry on from ``state`` (the world left its plan: nobody enforced it), with the
         same capabilities, declined one included; the step count goes on."""
-        here = self.planner.model.task_from_state(self.task, state)
+        assert self.task is not None and self.plan is not None, 'no task begun'
+        here = self.planner.domain.task_from_state(self.task, state)
         plan = self.planner.plan(here, self.willing)   # may raise: then nothing changes
         done = self.plan.steps[:self.step_index]
         self.earlier += done + (JointStep(),) * (self.step_index - len(done))
@@ -169,6 +169,7 @@ class SimulatedHuman:
         """The plan of the whole task as it now stands: the steps planned so far for the
         steps taken, then the current plan, so that step t of the task is step t here
         (costs and states are the current plan's)."""
+        assert self.plan is not None, 'no task begun'
         return replace(self.plan, steps=self.earlier + self.plan.steps)
 
     @property
@@ -177,7 +178,9 @@ class SimulatedHuman:
 
     @property
     def current_step(self) -> JointStep:
-        return self.plan.steps[self.step_index] if not self.finished else JointStep()
+        if self.plan is None or self.finished:
+            return JointStep()
+        return self.plan.steps[self.step_index]
 
     def review_intent(self, intended: str) -> Correction | None:
         """A correction when the robot's announced action is not the one the plan needs."""
@@ -193,21 +196,21 @@ class SimulatedHuman:
 class RobotTeammate:
     """The robot: plans jointly under its estimate, acts only for itself."""
 
-    def __init__(self, planner: JointPlanner, estimate: np.ndarray,
+    def __init__(self, planner: Planner, estimate: np.ndarray,
                  rule: ReplanRule | None = None):
         self.planner = planner
-        self.estimate = planner.model.catalog.check_vector(estimate)
+        self.estimate = planner.domain.catalog.check_vector(estimate)
         self.rule = rule or ReplanRule()
         self.task: Task | None = None
         self.plan: JointPlan | None = None
-        self.state = 0
+        self.state: State = 0
         self.step_index = 0
         self.replans = 0
         self.relaxed_plans = 0   # plans made as if the partner were fully capable
 
     def begin_task(self, task: Task) -> JointPlan:
         self.task = task
-        self.state = self.planner.model.state_from_atoms(task.initial)
+        self.state = self.planner.domain.initial_state(task)
         self.plan, relaxed = self.planner.plan_under_estimate(task, self.estimate)
         self.relaxed_plans = int(relaxed)
         self.step_index = 0
@@ -220,16 +223,17 @@ class RobotTeammate:
             return NOOP
         return self.plan.steps[self.step_index].robot
 
-    def after_step(self, corrected: bool, state: int, answered: bool = True) -> None:
+    def after_step(self, corrected: bool, state: State, answered: bool = True) -> None:
         """Advance along the plan, or re-plan from ``state`` when the rule says so
         (``answered``: whether anyone answered the step's intent)."""
         before, self.state = self.state, state
         self.step_index += 1
+        assert self.task is not None and self.plan is not None, 'no task begun'
         replan = self.rule.after_step(self.plan, self.step_index, before, state, corrected,
                                       answered)
         if replan is None:
             return
-        here = self.planner.model.task_from_state(self.task, state)
+        here = self.planner.domain.task_from_state(self.task, state)
         if replan == 'alone':
             try:
                 self.plan = self.planner.plan(here, np.zeros(len(self.estimate), dtype=bool))
@@ -260,7 +264,7 @@ class TaskRecord:
     task: Task
     robot_plan: JointPlan        # the robot's plan at the start, under its estimate
     human_plan: JointPlan        # the partner's plan under its true capabilities
-    trajectory: list[int]        # observed joint states s_0..s_H
+    trajectory: list[State]      # observed joint states s_0..s_H
     corrections: int = 0
     robot_decisions: int = 0     # steps where the robot intended or was asked to act
     replans: int = 0
@@ -268,10 +272,10 @@ class TaskRecord:
     steps: list[StepRecord] = field(default_factory=list)
 
 
-def run_shared_task(model: TidyUpModel, task: Task, robot: RobotTeammate,
+def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
                     human: SimulatedHuman) -> TaskRecord:
     """Execute one task with both teammates; the world follows the self-loop rule."""
-    start = model.state_from_atoms(task.initial)
+    start = model.initial_state(task)
     world = WorldSimulator(model, human.capabilities, start)
     robot_plan = robot.begin_task(task)
     human_plan = human.begin_task(task)
@@ -289,5 +293,5 @@ def run_shared_task(model: TidyUpModel, task: Task, robot: RobotTeammate,
         human.advance()
         robot.after_step(correction is not None, world.state)
     record.replans = robot.replans
-    record.goal_reached = world.satisfies(model.state_from_atoms(task.goal))
+    record.goal_reached = world.goal_reached(task)
     return record

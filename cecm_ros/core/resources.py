@@ -43,6 +43,3 @@ def pddl_path(name: str) -> Path:
     return share_directory() / 'pddl' / name
 
 
-DEFAULT_HOUSEHOLD = 'tidyup_household.yaml'
-DEFAULT_CAPABILITIES = 'capabilities.yaml'
-DOMAIN_FILE = 'tidyup_domain.pddl'

@@ -20,7 +20,7 @@ import numpy as np
 import yaml
 
 from . import metrics
-from .domain import Task, TidyUpModel
+from .domain import Domain, JointPlan, Task
 from .errors import CecmError, ConfigError
 from .estimator import EstimatorSettings
 from .experiment import (
@@ -30,18 +30,11 @@ from .experiment import (
     summarise,
     task_metrics,
 )
-from .hypotheses import DiversePlanEvaluator, SharedPlanEvaluator
 from .metrics import HeldoutPool
 from .partners import TaskRecord
-from .planner import JointPlan, JointPlanner
 
 
-def evaluator_for(method: str, planner: JointPlanner):
-    """The hypothesis evaluator ``run_once`` gives ``method`` (CE-CM-Div: diverse sets)."""
-    return DiversePlanEvaluator(planner) if method == 'cecm_div' else SharedPlanEvaluator(planner)
-
-
-def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np.ndarray,
+def session_task_result(model: Domain, index: int, task: Task, estimate: np.ndarray,
                         truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
                         corrections: int, robot_decisions: int, goal_reached: bool,
                         accepted: int, message: str, theta: Sequence[float],
@@ -60,14 +53,14 @@ def session_task_result(model: TidyUpModel, index: int, task: Task, estimate: np
     return result
 
 
-def estimate_distance(model: TidyUpModel, estimate: np.ndarray, truth: np.ndarray
+def estimate_distance(model: Domain, estimate: np.ndarray, truth: np.ndarray
                       ) -> tuple[float, float]:
     """(Hamming, Hamming over the capabilities that are not inert in this household)."""
     return (metrics.hamming(estimate, truth),
             metrics.hamming(estimate, truth, ~model.inert_mask))
 
 
-def session_summary(model: TidyUpModel, partner: str, method: str, seed: int,
+def session_summary(model: Domain, partner: str, method: str, seed: int,
                     estimator: EstimatorSettings, results: Sequence[TaskResult],
                     wall_s: float, extra: dict | None = None,
                     forgo_probability: float = 0.0, task_choice: str = 'given',
@@ -83,7 +76,7 @@ def session_summary(model: TidyUpModel, partner: str, method: str, seed: int,
     return summarise(settings, list(results), wall_s, model, extra)
 
 
-def load_tasks(model: TidyUpModel, path: str | Path) -> list[Task]:
+def load_tasks(model: Domain, path: str | Path) -> list[Task]:
     """Tasks from YAML: ``tasks: [{id: ..., initial: [atoms], goal: [atoms]}, ...]``.
 
     Atoms may be written ``(item-at plate kitchen)`` or ``item-at plate kitchen``; a
@@ -103,10 +96,7 @@ def load_tasks(model: TidyUpModel, path: str | Path) -> list[Task]:
             raise ConfigError(f'{path}: task {number} needs "initial" and "goal" lists')
         task_id = str(entry.get('id') or f'{path.stem}-{number}')
         try:
-            initial = model.atoms_of(model.state_from_atoms(entry['initial']))
-            goal = model.atoms_of(model.state_from_atoms(entry['goal']))
-            task = Task(task_id, frozenset(initial), frozenset(goal))
-            model.validate_task(task)
+            task = model.task_from_dict({**entry, 'id': task_id}, task_id)
         except (CecmError, TypeError) as error:
             raise ConfigError(f'{path}: task {task_id}: {error}') from error
         tasks.append(task)

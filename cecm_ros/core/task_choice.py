@@ -14,12 +14,12 @@ this works for any domain.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .trajectory import jaccard_distance
+Distance = Callable[[Sequence, Sequence], float]
 
 # The most probable hypotheses that represent the belief when scoring a task.
 MOST_HYPOTHESES = 64
@@ -31,15 +31,16 @@ class TaskChoice:
     information: list[float]    # expected information gain per candidate, bits ([] for one)
 
 
-def outcome_entropy(trajectories: Sequence[Sequence[int]], weights: np.ndarray,
-                    epsilon: float) -> float:
-    """Entropy (bits) of the outcome when hypothesis i predicts ``trajectories[i]``."""
+def outcome_entropy(trajectories: Sequence[Sequence], weights: np.ndarray,
+                    epsilon: float, distance: Distance) -> float:
+    """Entropy (bits) of the outcome when hypothesis i predicts ``trajectories[i]``;
+    outcomes closer than ``epsilon`` under the domain's ``distance`` are one."""
     order = np.argsort(-np.asarray(weights), kind='stable')
-    representatives: list[Sequence[int]] = []
+    representatives: list[Sequence] = []
     mass: list[float] = []
     for i in order:
         for k, representative in enumerate(representatives):
-            if jaccard_distance(trajectories[i], representative) < epsilon:
+            if distance(trajectories[i], representative) < epsilon:
                 mass[k] += float(weights[i])
                 break
         else:
@@ -62,7 +63,7 @@ def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndar
     gains = []
     for task in candidates:
         predicted = evaluator.predicted_trajectories(task, vectors)
-        gains.append(outcome_entropy(predicted, weights, epsilon))
+        gains.append(outcome_entropy(predicted, weights, epsilon, evaluator.distance))
     return gains
 
 

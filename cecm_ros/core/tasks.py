@@ -1,60 +1,13 @@
-"""A seeded generator of TidyUP start states and goals."""
+"""The tasks of a run or session: a domain's seeded stream, given or offered as
+candidates."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from .domain import AGENTS, Task, TidyUpModel, atom
+from .domain import Domain, Task, TaskSource
 
 # Informative task choice draws its extra candidates from a second generator whose seed
 # is the run's plus this, so that the given sequence stays the same with either choice.
 CANDIDATE_SEED_OFFSET = 50_000_017
-
-
-class TaskGenerator:
-    """Draws tasks from a household: items in random rooms, some dirty, goals that
-    put a few items in one of their designated rooms and clean what is dirty.
-
-    Every draw comes from ``numpy.random.Generator(PCG64(seed))``; the same seed gives
-    the same sequence of tasks.
-    """
-
-    def __init__(self, model: TidyUpModel, seed: int):
-        self.model = model
-        self.rng = np.random.default_rng(seed)
-        self.seed = seed
-        self._count = 0
-
-    def next_task(self) -> Task:
-        house = self.model.household
-        settings = house.task_settings
-        rng = self.rng
-        self._count += 1
-        while True:
-            initial = set()
-            for agent in AGENTS:
-                initial.add(atom('agent-at', agent, str(rng.choice(house.rooms))))
-                initial.add(atom('hand-free', agent))
-            for item in house.items:
-                initial.add(atom('item-at', item.name, str(rng.choice(house.rooms))))
-                dirty = item.washable and bool(house.sinks) and \
-                    rng.random() < settings.dirty_probability
-                initial.add(atom('dirty' if dirty else 'clean', item.name))
-            low, high = settings.items_per_task
-            count = int(rng.integers(low, high + 1))
-            chosen = sorted(rng.choice(len(house.items), size=count, replace=False))
-            goal = set()
-            for index in chosen:
-                item = house.items[index]
-                goal.add(atom('item-at', item.name, str(rng.choice(item.goal_rooms))))
-                if atom('dirty', item.name) in initial:
-                    goal.add(atom('clean', item.name))
-            if not goal <= initial:  # skip goals that already hold
-                return Task(f'task-{self.seed}-{self._count}', frozenset(initial),
-                            frozenset(goal))
-
-    def tasks(self, count: int) -> list[Task]:
-        return [self.next_task() for _ in range(count)]
 
 
 def heldout_seed(seed: int) -> int:
@@ -63,9 +16,9 @@ def heldout_seed(seed: int) -> int:
     return 2**31 - 1 - seed
 
 
-def candidate_generator(model: TidyUpModel, seed: int) -> TaskGenerator:
+def candidate_generator(domain: Domain, seed: int) -> TaskSource:
     """The generator of the extra candidates of a run with seed ``seed``."""
-    return TaskGenerator(model, seed + CANDIDATE_SEED_OFFSET)
+    return domain.task_generator(seed + CANDIDATE_SEED_OFFSET)
 
 
 class TaskSequence:
@@ -78,16 +31,16 @@ class TaskSequence:
     of the list is run once. ``take(i)`` then consumes candidate ``i``.
     """
 
-    def __init__(self, model: TidyUpModel, seed: int, count: int | None = None,
+    def __init__(self, domain: Domain, seed: int, count: int | None = None,
                  tasks: list[Task] | None = None, candidates: int = 1):
         if candidates < 1:
             raise ValueError(f'candidates must be at least 1, got {candidates}')
         if (count is None) == (tasks is None):
             raise ValueError('give either a count of generated tasks or a list of tasks')
         self.remaining = list(tasks) if tasks is not None else None
-        self.count = len(tasks) if tasks is not None else int(count)
-        self.generator = TaskGenerator(model, seed)
-        self.spare = candidate_generator(model, seed)
+        self.count = len(tasks) if tasks is not None else int(count or 0)
+        self.generator = domain.task_generator(seed)
+        self.spare = candidate_generator(domain, seed)
         self.candidates = candidates
         self._offered: list[Task] | None = None
 

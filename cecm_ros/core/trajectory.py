@@ -15,10 +15,10 @@ different intermediate states (who stands where, who holds what) and is far away
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 
-def jaccard_distance(first: Sequence[int], second: Sequence[int]) -> float:
+def jaccard_distance(first: Sequence[Hashable], second: Sequence[Hashable]) -> float:
     """Jaccard distance between the sets of states two trajectories visit."""
     if not first or not second:
         raise ValueError('a trajectory needs at least one state')
@@ -26,6 +26,7 @@ def jaccard_distance(first: Sequence[int], second: Sequence[int]) -> float:
     return 1.0 - len(a & b) / len(a | b)
 
 
-def min_jaccard_distance(candidates: Sequence[Sequence[int]], observed: Sequence[int]) -> float:
+def min_jaccard_distance(candidates: Sequence[Sequence[Hashable]],
+                         observed: Sequence[Hashable]) -> float:
     """Distance of the closest candidate (CE-CM-Div's set-based comparison)."""
     return min(jaccard_distance(candidate, observed) for candidate in candidates)

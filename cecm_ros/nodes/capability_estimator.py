@@ -22,6 +22,7 @@ import time
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from cecm_ros.action import EstimateCapabilities
+from cecm_ros.core.domain import Planner
 from cecm_ros.core.errors import CecmError, PlanningError
 from cecm_ros.core.estimator import (
     NODE_PARAMETERS,
@@ -30,10 +31,9 @@ from cecm_ros.core.estimator import (
     make_estimator,
     settings_from_parameters,
 )
+from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.inference import UNDECIDED_RULES
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
-from cecm_ros.core.planner import JointPlanner
-from cecm_ros.core.session import evaluator_for
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
@@ -114,7 +114,7 @@ class CapabilityEstimator(CecmNode):
                      low=1, high=64)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
-        self.planner: JointPlanner | None = None
+        self.planner: Planner | None = None
         self.store: PartnerStore | None = None
         self.estimator = None
         self.busy = False
@@ -134,7 +134,7 @@ class CapabilityEstimator(CecmNode):
         if path in ('', MEMORY):
             path = ''
         self.store = PartnerStore(_expand(path) if path else ':memory:')
-        self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
+        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.evaluator = evaluator_for(self.method, self.planner)
         belief = self.store.load(self.partner_id)

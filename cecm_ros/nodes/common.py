@@ -47,9 +47,10 @@ from rclpy.timer import Timer
 from rclpy.validate_topic_name import validate_topic_name
 
 from cecm_ros.core.capabilities import CapabilityCatalog
-from cecm_ros.core.domain import TidyUpModel
+from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.household import Household
+from cecm_ros.domains import DEFAULT_DOMAIN, available_domains, load_domain
+from cecm_ros.domains.tidyup.household import Household
 
 # Beliefs, task requests and plans: the latest value matters, also to late joiners.
 QOS_LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -223,7 +224,13 @@ class CecmNode(LifecycleNode):
             self.declare_parameter(name, default, descriptor)
             problem = self._check_value(name, self.get_parameter(name).value)
         except (InvalidParameterValueException, InvalidParameterTypeException) as error:
-            self.declare_parameter(name, default, descriptor, ignore_override=True)
+            # The default is taken as it is: a check that depends on another parameter
+            # (a partner type on the domain) may refuse it too, and the node must start.
+            self._taking_default = True
+            try:
+                self.declare_parameter(name, default, descriptor, ignore_override=True)
+            finally:
+                self._taking_default = False
             problem = f'parameter {name!r}: {error}'
         if problem:
             self.parameter_errors.append(problem)
@@ -254,6 +261,8 @@ class CecmNode(LifecycleNode):
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         """Refuse values outside a parameter's choices or check (rclpy checks types and
         ranges first), and combinations that ``check_parameters`` refuses."""
+        if getattr(self, '_taking_default', False):
+            return SetParametersResult(successful=True)
         for parameter in parameters:
             problem = self._check_value(parameter.name, parameter.value)
             if problem:
@@ -269,9 +278,11 @@ class CecmNode(LifecycleNode):
     def param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
-    def load_model(self) -> TidyUpModel:
-        """The household model from ``household_file``/``capabilities_file`` ('' = default)."""
-        return model_from_files(self.param('household_file'), self.param('capabilities_file'))
+    def load_model(self) -> Domain:
+        """The domain of ``domain``, with TidyUP's ``household_file`` and
+        ``capabilities_file`` ('' = the package's files)."""
+        return model_from_files(self.param('household_file'), self.param('capabilities_file'),
+                                self.param('domain'))
 
     def declare_model_parameters(self) -> None:
         self.declare('household_file', '',
@@ -280,14 +291,54 @@ class CecmNode(LifecycleNode):
         self.declare('capabilities_file', '',
                      "Capability catalogue YAML file; '' = the package's "
                      'config/capabilities.yaml', check=_loads(CapabilityCatalog))
+        self.declare('domain', DEFAULT_DOMAIN,
+                     'The domain: a registered name (cecm domains) or a domain file',
+                     check=self._domain_check)
+
+    def _domain_check(self, spec: str) -> str:
+        """A domain that loads (a domain file is read and checked now, not at configure)."""
+        problem = _known_domain(spec)
+        if problem:
+            return problem
+        try:
+            domain_of(spec, self.param('household_file'), self.param('capabilities_file'))
+        except CecmError as error:
+            return str(error)
+        return ''
+
+    def _checked_domain(self) -> Domain | None:
+        """The domain of the parameters, or None when it does not load (the ``domain``
+        parameter reports that once; checks that depend on it then pass)."""
+        try:
+            return domain_of(self.param('domain'), self.param('household_file'),
+                             self.param('capabilities_file'))
+        except CecmError:
+            return None
+
+    def skills_check(self) -> Callable[[list[str]], str]:
+        """A check of a ``skills`` list against the skill kinds of the node's domain,
+        ``wait`` and ``all``."""
+        def check(values: list[str]) -> str:
+            domain = self._checked_domain()
+            if domain is None:
+                return '' if values else 'must list at least one'
+            allowed = [*domain.skill_kinds, WAIT_SKILL, ALL_SKILLS]
+            wrong = [value for value in values if value not in allowed]
+            if wrong:
+                return (f'{wrong[0]!r} is not a skill kind of domain {domain.name!r} '
+                        f'({", ".join(allowed)})')
+            return '' if values else 'must list at least one'
+        return check
 
     def partner_check(self) -> Callable[[str], str]:
         """A check of a partner spec (a type or ``name=0,...``) against the catalogue of
-        ``capabilities_file``."""
+        the node's domain."""
         def check(spec: str) -> str:
+            domain = self._checked_domain()
+            if domain is None:
+                return ''
             try:
-                path = self.param('capabilities_file')
-                CapabilityCatalog.from_yaml(path or None).resolve(spec)
+                domain.catalog.resolve(spec)
             except CecmError as error:
                 return str(error)
             return ''
@@ -625,11 +676,35 @@ def _loads(kind) -> Callable[[str], str]:
     return check
 
 
-def model_from_files(household_file: str, capabilities_file: str) -> TidyUpModel:
-    """The household model; an empty path means the package's default file."""
-    household = Household.from_yaml(household_file) if household_file else None
-    catalog = CapabilityCatalog.from_yaml(capabilities_file) if capabilities_file else None
-    return TidyUpModel(household, catalog)
+# The skill kind that executes "noop", and a `skills` entry naming every kind of the domain.
+WAIT_SKILL = 'wait'
+ALL_SKILLS = 'all'
+
+
+def _known_domain(spec: str) -> str:
+    """A check of the ``domain`` parameter: a registered name or a file that exists."""
+    if spec in available_domains() or os.path.isfile(spec):
+        return ''
+    return f'unknown domain; domains: {", ".join(available_domains())} or a domain file'
+
+
+def model_from_files(household_file: str, capabilities_file: str,
+                     domain: str = DEFAULT_DOMAIN) -> Domain:
+    """The domain; an empty path means the package's default file."""
+    return load_domain(domain, household=household_file or None,
+                       capabilities=capabilities_file or None)
+
+
+_DOMAINS: dict[tuple[str, str, str], Domain] = {}
+
+
+def domain_of(domain: str, household_file: str, capabilities_file: str) -> Domain:
+    """A domain for checking parameters against (loaded once per process and setting)."""
+    key = (domain, household_file, capabilities_file)
+    if key not in _DOMAINS:
+        _DOMAINS[key] = model_from_files(household_file, capabilities_file, domain)
+    return _DOMAINS[key]
+
 
 
 def destroy_all(node: CecmNode, entities) -> None:

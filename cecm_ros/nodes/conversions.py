@@ -1,10 +1,11 @@
 """Messages <-> core values: the only place that knows both.
 
-Every ``*_from_msg`` function validates what it reads against the household model
-and raises :class:`MessageError` with a message that names the offending field and
-value; a node logs that message as a warning and keeps running. Propositions and
-actions travel as the core's canonical texts, e.g. ``(item-at plate kitchen)``;
-readers also accept the spellings :func:`cecm_ros.core.domain.split_atom` accepts.
+Every ``*_from_msg`` function validates what it reads against the node's domain and
+raises :class:`MessageError` with a message that names the offending field and value; a
+node logs that message as a warning and keeps running. Atoms and actions travel as the
+domain's canonical texts, e.g. ``(item-at plate kitchen)``; a state as the domain's
+facts (``true_propositions``) or numbers (``state_features``). Messages name their
+domain; one of another domain is refused.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from cecm_ros.core.capabilities import CapabilityCatalog
-from cecm_ros.core.domain import NOOP, Task, TidyUpModel
+from cecm_ros.core.domain import NOOP, Domain, JointPlan, JointStep, Task
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
 from cecm_ros.core.inference import STATUSES, describe_report
-from cecm_ros.core.planner import JointPlan, JointStep
 from cecm_ros.core.simulator import predicted_trajectory
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -30,8 +30,8 @@ NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
 
 # Size limits. Nothing legitimate comes near them; a message beyond them can only be
 # wrong, and refusing it before reading it keeps a node from spending time and memory
-# on it. A list of propositions is also limited by the household (it cannot hold more
-# distinct ones than the household has), a capability vector by the catalogue.
+# on it. A list of propositions is also limited by the domain (it cannot hold more
+# distinct ones than the domain has), a capability vector by the catalogue.
 MAX_STEPS = 10_000        # joint steps of one task: plans, trajectories (executor max_steps)
 MAX_CANDIDATES = 100      # candidate tasks of one RankTasks request
 
@@ -41,63 +41,73 @@ class MessageError(CecmError, ValueError):
 
 
 # ------------------------------------------------------------------------ actions
-def canonical_action(model: TidyUpModel, text: str, agent: str | None = None,
+def canonical_action(model: Domain, text: str, agent: str | None = None,
                      what: str = 'action') -> str:
     """The canonical text of a ground action of ``agent``, or ``noop``."""
     if text.strip() in NOOP_SPELLINGS:
         return NOOP
     try:
-        action = model.action(text)
+        name = model.canonical_action(text)
+        owner = model.action_agent(name)
     except CecmError as error:
         raise MessageError(f'{what} {text!r}: {error}') from None
-    if agent is not None and action.agent != agent:
-        raise MessageError(f'{what} {text!r} is an action of the {action.agent}, '
+    if agent is not None and owner != agent:
+        raise MessageError(f'{what} {text!r} is an action of the {owner}, '
                            f'not of the {agent}')
-    return action.name
+    return name
 
 
-def skill_kind(model: TidyUpModel, action: str) -> str:
-    """The skill server kind that executes ``action``: its schema, or ``wait``."""
+def skill_kind(model: Domain, action: str) -> str:
+    """The skill server kind that executes ``action``: the domain's kind, or ``wait``."""
     action = canonical_action(model, action)
-    return WAIT if action == NOOP else model.action(action).schema
+    return WAIT if action == NOOP else model.skill_kind(action)
+
+
+def check_domain(model: Domain, name: str, what: str) -> None:
+    """A message that names a domain must name this node's ('' = unnamed, accepted)."""
+    if name and name != model.name:
+        raise MessageError(f'{what} is of domain {name!r}; this node runs {model.name!r}')
 
 
 # ------------------------------------------------------------------------- states
-def state_from_atoms(model: TidyUpModel, atoms: Iterable[str], what: str) -> int:
-    """The bitmask state of a message's propositions: each known and listed once."""
-    atoms = list(atoms)
-    if len(atoms) > len(model.propositions):
-        raise MessageError(f'{what}: {len(atoms)} propositions, but the household has only '
-                           f'{len(model.propositions)}')
-    state = 0
-    for text in atoms:
-        try:
-            bit = 1 << model.proposition_index(text)
-        except CecmError as error:
-            raise MessageError(f'{what}: {error}') from None
-        if state & bit:
-            raise MessageError(f'{what}: proposition {text!r} is listed twice')
-        state |= bit
-    return state
+def state_from_wire(model: Domain, facts: Iterable[str], features: Sequence[float],
+                    what: str):
+    """The domain's state of a message's facts and features."""
+    try:
+        return model.state_from_wire(list(facts), [float(x) for x in features])
+    except CecmError as error:
+        raise MessageError(f'{what}: {error}') from None
 
 
-def team_state_msg(model: TidyUpModel, task_id: str, step: int, state: int,
+def atoms_from_msg(model: Domain, atoms: Iterable[str], what: str) -> list[str]:
+    """A message's atoms in the domain's spelling (the domain refuses unknown and
+    repeated ones)."""
+    try:
+        return model.canonical_atoms(list(atoms))
+    except CecmError as error:
+        raise MessageError(f'{what}: {error}') from None
+
+
+def team_state_msg(model: Domain, task_id: str, step: int, state,
                    robot_action: str = '', human_action: str = '', stamp=None) -> TeamState:
-    msg = TeamState(task_id=task_id, step=step, true_propositions=model.atoms_of(state),
+    msg = TeamState(domain=model.name, task_id=task_id, step=step,
+                    true_propositions=model.state_facts(state),
+                    state_features=model.state_features(state),
                     robot_action=robot_action, human_action=human_action)
     if stamp is not None:
         msg.header.stamp = stamp
     return msg
 
 
-def state_from_team_state(model: TidyUpModel, msg: TeamState) -> int:
-    return state_from_atoms(model, msg.true_propositions,
-                            f'TeamState of task {msg.task_id!r} step {msg.step}')
+def state_from_team_state(model: Domain, msg: TeamState):
+    what = f'TeamState of task {msg.task_id!r} step {msg.step}'
+    check_domain(model, msg.domain, what)
+    return state_from_wire(model, msg.true_propositions, msg.state_features, what)
 
 
-def trajectory_from_msgs(model: TidyUpModel, states: Sequence[TeamState],
-                         task_id: str) -> list[int]:
-    """Bitmask states s_0..s_H; the messages must be that task's steps 0..H in order."""
+def trajectory_from_msgs(model: Domain, states: Sequence[TeamState],
+                         task_id: str) -> list:
+    """States s_0..s_H; the messages must be that task's steps 0..H in order."""
     if not states:
         raise MessageError(f'task {task_id!r}: the trajectory is empty')
     if len(states) > MAX_STEPS + 1:
@@ -116,21 +126,21 @@ def trajectory_from_msgs(model: TidyUpModel, states: Sequence[TeamState],
 
 
 # -------------------------------------------------------------------------- tasks
-def task_msg(task: Task, partner_id: str = '', attempt: int = 0) -> TaskRequest:
-    return TaskRequest(task_id=task.task_id, partner_id=partner_id, attempt=attempt,
-                       initial_propositions=sorted(task.initial),
+def task_msg(task: Task, partner_id: str = '', attempt: int = 0,
+             domain: str = '') -> TaskRequest:
+    return TaskRequest(domain=domain, task_id=task.task_id, partner_id=partner_id,
+                       attempt=attempt, initial_propositions=sorted(task.initial),
                        goal_propositions=sorted(task.goal))
 
 
-def task_from_msg(model: TidyUpModel, msg: TaskRequest) -> Task:
-    """A validated core task: known propositions, a consistent start, a goal."""
+def task_from_msg(model: Domain, msg: TaskRequest) -> Task:
+    """A validated core task: known atoms, a consistent start, a goal."""
     if not msg.task_id:
         raise MessageError('TaskRequest has an empty task_id')
     what = f'TaskRequest {msg.task_id!r}'
-    initial = model.atoms_of(state_from_atoms(model, msg.initial_propositions,
-                                              what + ' initial_propositions'))
-    goal = model.atoms_of(state_from_atoms(model, msg.goal_propositions,
-                                           what + ' goal_propositions'))
+    check_domain(model, msg.domain, what)
+    initial = atoms_from_msg(model, msg.initial_propositions, what + ' initial_propositions')
+    goal = atoms_from_msg(model, msg.goal_propositions, what + ' goal_propositions')
     task = Task(msg.task_id, frozenset(initial), frozenset(goal))
     try:
         model.validate_task(task)
@@ -139,9 +149,9 @@ def task_from_msg(model: TidyUpModel, msg: TaskRequest) -> Task:
     return task
 
 
-def task_from_state(task: Task, model: TidyUpModel, state: int) -> Task:
+def task_from_state(task: Task, model: Domain, state) -> Task:
     """The same goal from another (intermediate) state."""
-    return Task(task.task_id, frozenset(model.atoms_of(state)), task.goal)
+    return model.task_from_state(task, state)
 
 
 # ---------------------------------------------------------------------- vectors
@@ -182,7 +192,7 @@ def plan_msg(plan: JointPlan, catalog: CapabilityCatalog, vector: np.ndarray,
     return msg
 
 
-def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg, start: int | None = None
+def plan_from_msg(model: Domain, msg: JointPlanMsg, start=None
                   ) -> JointPlan:
     """The plan's joint steps as a core plan (costs copied). With ``start``, the state it
     was planned from, the states it predicts too (under the capabilities it names);
@@ -207,7 +217,7 @@ def plan_from_msg(model: TidyUpModel, msg: JointPlanMsg, start: int | None = Non
 
 
 # ------------------------------------------------------------------------ beliefs
-def belief_msg(model: TidyUpModel, belief: CapabilityBelief, partner_id: str,
+def belief_msg(model: Domain, belief: CapabilityBelief, partner_id: str,
                last_update_accepted_any: bool, stamp=None) -> CapabilityBeliefMsg:
     report = belief.report
     msg = CapabilityBeliefMsg(
@@ -266,24 +276,26 @@ def report_lines(msg: CapabilityBeliefMsg) -> list[str]:
 
 # ----------------------------------------------------------------------- outcomes
 def outcome_msg(task: Task, partner_id: str, trajectory: Sequence[TeamState],
-                robot_decisions: int, corrections: int, goal_reached: bool) -> TaskOutcome:
-    return TaskOutcome(task_id=task.task_id, partner_id=partner_id,
+                robot_decisions: int, corrections: int, goal_reached: bool,
+                domain: str = '') -> TaskOutcome:
+    return TaskOutcome(domain=domain, task_id=task.task_id, partner_id=partner_id,
                        goal_propositions=sorted(task.goal), trajectory=list(trajectory),
                        robot_actions=robot_decisions, corrections=corrections,
                        goal_reached=goal_reached)
 
 
-def outcome_from_msg(model: TidyUpModel, msg: TaskOutcome) -> tuple[Task, list[int]]:
-    """The observed task (start = first state) and its trajectory of bitmask states."""
+def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
+    """The observed task (start = first state) and its trajectory of states."""
     if not msg.task_id:
         raise MessageError('TaskOutcome has an empty task_id')
     what = f'TaskOutcome {msg.task_id!r}'
-    goal = state_from_atoms(model, msg.goal_propositions, what + ' goal_propositions')
+    check_domain(model, msg.domain, what)
+    goal = atoms_from_msg(model, msg.goal_propositions, what + ' goal_propositions')
     if not goal:
         raise MessageError(f'{what}: goal_propositions is empty')
     trajectory = trajectory_from_msgs(model, msg.trajectory, msg.task_id)
-    task = Task(msg.task_id, frozenset(model.atoms_of(trajectory[0])),
-                frozenset(model.atoms_of(goal)))
+    task = model.task_from_state(Task(msg.task_id, frozenset(), frozenset(goal)),
+                                 trajectory[0])
     try:
         model.validate_task(task)   # the first state is where the task started
     except CecmError as error:

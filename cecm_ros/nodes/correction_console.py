@@ -26,8 +26,9 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.planner import JointPlan as CorePlan
+from cecm_ros.domains import DEFAULT_DOMAIN
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run_node
@@ -43,9 +44,10 @@ class CorrectionConsole(Node):
     def __init__(self, **kwargs):
         super().__init__('correction_console', **kwargs)
         self.sender = self.declare_parameter('sender', 'keyboard').value
+        domain = self.declare_parameter('domain', DEFAULT_DOMAIN).value
         household = self.declare_parameter('household_file', '').value
         catalogue = self.declare_parameter('capabilities_file', '').value
-        self.model = model_from_files(household, catalogue)
+        self.model = model_from_files(household, catalogue, domain)
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None

@@ -27,8 +27,8 @@ from rclpy.action.server import ServerGoalHandle
 
 from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.partners import ReplanRule
-from cecm_ros.core.planner import JointPlan as CorePlan
 from cecm_ros.msg import (
     Correction,
     CorrectionStatus,
@@ -51,7 +51,7 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
+from cecm_ros.nodes.household_sim import DEFAULT_SKILLS, skill_kinds
 from cecm_ros.srv import PlanTask
 
 TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
@@ -93,7 +93,8 @@ class Executor(CecmNode):
                      high=conv.MAX_STEPS)
         for kind in DEFAULT_SKILLS:
             self.declare(f'skills.{kind}', f'robot/skills/{kind}',
-                         f'ExecuteSkill action server that executes robot {kind!r} actions',
+                         f'ExecuteSkill action server that executes robot {kind!r} actions '
+                         '(other kinds of a domain: robot/skills/<kind>)',
                          check=ros_name())
         self.declare('plan_service', 'plan_task', 'PlanTask service of the joint planner',
                      check=ros_name())
@@ -125,7 +126,9 @@ class Executor(CecmNode):
         self.idle_limit = self.param('partner_idle_steps')
         self.alone_spec = ','.join(f'{name}=0' for name in self.model.catalog.names)
         self.server_wait = self.param('server_wait_s')
-        self.skill_names = {kind: self.param(f'skills.{kind}') for kind in DEFAULT_SKILLS}
+        self.skill_names = {
+            kind: self.param(f'skills.{kind}') if kind in DEFAULT_SKILLS else
+            f'robot/skills/{kind}' for kind in skill_kinds(self.model, [])}
         self.skill_clients = {kind: SafeActionClient(self, ExecuteSkill, name,
                                                  callback_group=self.group)
                               for kind, name in self.skill_names.items()}
@@ -317,7 +320,6 @@ class Executor(CecmNode):
     # ---------------------------------------------------------------- the task
     def _run(self, goal_handle, task, partner_id: str, attempt: int) -> RunTask.Result:
         model = self.model
-        goal_state = model.state_from_atoms(task.goal)
         first = self._wait_state(task.task_id, 0)
         state = conv.state_from_team_state(model, first)
         plan = self._plan(task, state, partner_id)
@@ -331,10 +333,10 @@ class Executor(CecmNode):
         step = 0
         rule = ReplanRule(follow_world=True, idle_limit=self.idle_limit)
         trajectory = [first]
-        while state & goal_state != goal_state:
+        while not model.goal_reached(task, state):
             if step >= self.max_steps:
                 outcome = conv.outcome_msg(task, partner_id, trajectory, decisions,
-                                           corrections, False)
+                                           corrections, False, model.name)
                 message = f'goal not reached after {self.max_steps} steps'
                 self.get_logger().error(f'task {task.task_id}: {message}')
                 return RunTask.Result(outcome=outcome, success=False, message=message)
@@ -363,7 +365,7 @@ class Executor(CecmNode):
             index += 1
             replan = rule.after_step(plan, index, before, state, corrected,
                                      answered=correction is not None)
-            if replan is None or state & goal_state == goal_state:
+            if replan is None or model.goal_reached(task, state):
                 continue
             if replan == 'alone':
                 if not rule.alone:
@@ -383,17 +385,19 @@ class Executor(CecmNode):
                     f'step {step - 1}: nobody answered and the world is not where the plan '
                     'predicted; re-planning from the observed state')
             plan, index = self._plan(task, state, partner_id), 0
-        outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True)
+        outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True,
+                                  model.name)
         message = (f'goal reached in {step} steps, {corrections} corrections in '
                    f'{decisions} robot decisions')
         self.get_logger().info(f'task {task.task_id}: {message}')
         return RunTask.Result(outcome=outcome, success=True, message=message)
 
-    def _plan(self, task, state: int, partner_id: str, alone: bool = False) -> CorePlan:
+    def _plan(self, task, state, partner_id: str, alone: bool = False) -> CorePlan:
         """A plan from ``state`` under the belief, or (``alone``) for a partner who does
         nothing."""
         request = PlanTask.Request(
-            task=conv.task_msg(conv.task_from_state(task, self.model, state), partner_id),
+            task=conv.task_msg(conv.task_from_state(task, self.model, state), partner_id,
+                              domain=self.model.name),
             use_belief=True, capabilities=self.alone_spec if alone else '')
         try:
             response = self.call_service(self.plan_client, request,

@@ -23,17 +23,31 @@ from cecm_ros.core.simulator import WorldSimulator
 from cecm_ros.msg import TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
+    ALL_SKILLS,
     EXECUTOR_THREADS,
     QOS_TEAM_STATE,
     CecmNode,
     StopRequestedError,
-    at_least_one,
     ros_name,
     run_node,
 )
 from cecm_ros.srv import ResetWorld
 
+# TidyUP's skill kinds, whose robot servers the executor names by parameter.
 DEFAULT_SKILLS = ['move', 'pick', 'place', 'wash', conv.WAIT]
+
+
+def skill_kinds(model, wanted) -> list[str]:
+    """The skill kinds a node serves or uses: ``wanted``, or every kind of the domain and
+    ``wait`` for ``[all]`` (or none); a kind the domain does not have is an error."""
+    known = [*model.skill_kinds, conv.WAIT]
+    wanted = [kind for kind in wanted if kind != ALL_SKILLS] \
+        if ALL_SKILLS not in wanted else []
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        raise ValueError(f'skills {unknown} are not skill kinds of domain {model.name!r} '
+                         f'({", ".join(known)})')
+    return list(wanted) or known
 
 
 class HouseholdSim(CecmNode):
@@ -50,10 +64,10 @@ class HouseholdSim(CecmNode):
         self.declare('human_skill_namespace', 'human/skills',
                      'Namespace of the human skill action servers (<namespace>/<kind>)',
                      check=ros_name(suffix='/move'))
-        self.declare('skills', list(DEFAULT_SKILLS),
-                     'Skill kinds served for each agent: action schemas of the domain, '
-                     'and "wait" for noop', ParameterType.PARAMETER_STRING_ARRAY,
-                     choices=tuple(DEFAULT_SKILLS), check=at_least_one)
+        self.declare('skills', [ALL_SKILLS],
+                     'Skill kinds served for each agent: kinds of the domain (its action '
+                     'schemas) and "wait" for noop; [all] = all of them',
+                     ParameterType.PARAMETER_STRING_ARRAY, check=self.skills_check())
         self.declare('step_timeout_s', 60.0,
                      "How long a skill goal waits for the other agent's action of the same "
                      'step before it is aborted (0 = wait forever)', low=0.0, high=3600.0)
@@ -76,12 +90,7 @@ class HouseholdSim(CecmNode):
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
         self.step_timeout = self.param('step_timeout_s') or None
-        schemas = {a.schema for a in self.model.actions} | {conv.WAIT}
-        skills = list(self.param('skills'))
-        unknown = sorted(set(skills) - schemas)
-        if unknown:
-            raise ValueError(f'skills {unknown} are not action schemas of the domain '
-                             f'({", ".join(sorted(schemas))})')
+        skills = skill_kinds(self.model, self.param('skills'))
         self.team_state_pub = self.create_lifecycle_publisher(
             TeamState, 'team_state', QOS_TEAM_STATE)
         self._entities = [self.team_state_pub, self.create_service(
@@ -97,7 +106,7 @@ class HouseholdSim(CecmNode):
                     goal_callback=self._on_goal, cancel_callback=self._on_cancel,
                     callback_group=self.group))
         self.get_logger().info(
-            f'household {self.model.household.name!r}, human capabilities '
+            f'domain {self.model.describe()}, human capabilities '
             f'{spec!r} (lacks {self.model.catalog.describe_missing(self.truth)}); skills '
             f'{", ".join(skills)} for robot and human')
 
@@ -123,7 +132,7 @@ class HouseholdSim(CecmNode):
             self.get_logger().warning(f'reset_world rejected: {error}')
             response.success, response.message = False, str(error)
             return response
-        start = self.model.state_from_atoms(task.initial)
+        start = self.model.initial_state(task)
         with self.locked():
             self.generation += 1
             self.task, self.attempt = task, request.task.attempt

@@ -1,19 +1,18 @@
 """joint_planner: capability-conditioned joint planning as a service.
 
-Service ``plan_task`` (PlanTask): plans the task with the core
-:class:`~cecm_ros.core.planner.JointPlanner` under an explicit capability spec when
-the request gives one, else under the latest ``capability_belief`` estimate
-(use_belief) or for a fully capable partner. Every plan it returns is also published
-on ``joint_plan``. A bad request, an unsolvable task or a planner timeout gives
-success=false with the reason; the node keeps serving.
+Service ``plan_task`` (PlanTask): plans the task with the domain's planner under an
+explicit capability spec when the request gives one, else under the latest
+``capability_belief`` estimate (use_belief) or for a fully capable partner. Every plan
+it returns is also published on ``joint_plan``. A bad request, an unsolvable task or a
+planner timeout gives success=false with the reason; the node keeps serving.
 """
 
 from __future__ import annotations
 
 import sys
 
+from cecm_ros.core.domain import Planner
 from cecm_ros.core.errors import CecmError, PlanningError, UnsolvableTaskError
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.msg import CapabilityBelief, JointPlan
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import QOS_LATCHED, CecmNode, run_node
@@ -28,14 +27,14 @@ class JointPlannerNode(CecmNode):
                      low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes (parallel requests)',
                      low=1, high=64)
-        self.planner: JointPlanner | None = None
+        self.planner: Planner | None = None
         self.estimate = None
         self.belief: CapabilityBelief | None = None   # the message the estimate came from
         self.belief_source = ''
 
     def configure(self) -> None:
         self.model = self.load_model()
-        self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
+        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'joint_plan', QOS_LATCHED)
         self._entities = [
@@ -48,7 +47,7 @@ class JointPlannerNode(CecmNode):
                                 callback_group=self.group),
         ]
         self.get_logger().info(
-            f'household {self.model.household.name!r}, {len(self.model.catalog)} '
+            f'domain {self.model.describe()}, {len(self.model.catalog)} '
             f'capabilities, timeout {self.param("planner_timeout_s"):g} s, '
             f'{self.param("planner_workers")} planner worker(s)')
 

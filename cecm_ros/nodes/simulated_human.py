@@ -24,24 +24,23 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 from cecm_ros.action import ExecuteSkill
-from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import NOOP, ROBOT, Planner
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
 from cecm_ros.core.partners import partner_seed
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
+    ALL_SKILLS,
     QOS_EVENTS,
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
     SafeActionClient,
-    at_least_one,
     ros_name,
     run_node,
 )
-from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
+from cecm_ros.nodes.household_sim import skill_kinds
 
 EARLY_INTENTS_KEPT = 20
 STATES_KEPT = 200   # team states remembered, by (task id, step)
@@ -75,10 +74,10 @@ class SimulatedHumanNode(CecmNode):
         self.declare('human_skill_namespace', 'human/skills',
                      'Namespace of the human skill action servers (<namespace>/<kind>)',
                      check=ros_name(suffix='/move'))
-        self.declare('skills', list(DEFAULT_SKILLS),
-                     'Skill kinds the human can be asked to execute',
-                     ParameterType.PARAMETER_STRING_ARRAY, choices=tuple(DEFAULT_SKILLS),
-                     check=at_least_one)
+        self.declare('skills', [ALL_SKILLS],
+                     'Skill kinds the human can be asked to execute; [all] = every kind of '
+                     'the domain and "wait"', ParameterType.PARAMETER_STRING_ARRAY,
+                     check=self.skills_check())
         self.declare('forgo_probability', 0.0,
                      'Chance per task that the partner declines one capability its optimal '
                      'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
@@ -90,7 +89,7 @@ class SimulatedHumanNode(CecmNode):
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
-        self.planner: JointPlanner | None = None
+        self.planner: Planner | None = None
         self.human: CoreHuman | None = None
         self.task = None
         self.attempt = 0
@@ -105,7 +104,7 @@ class SimulatedHumanNode(CecmNode):
         self.model = self.load_model()
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
-        self.planner = JointPlanner(self.model, timeout_s=self.param('planner_timeout_s'),
+        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.forgo = self.param('forgo_probability')
         self.answers = self.param('answer_intents')
@@ -117,7 +116,7 @@ class SimulatedHumanNode(CecmNode):
         self.skill_clients = {
             kind: SafeActionClient(self, ExecuteSkill, f'{namespace}/{kind}',
                                callback_group=self.group)
-            for kind in self.param('skills')}
+            for kind in skill_kinds(self.model, self.param('skills'))}
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'human/joint_plan',
                                                         QOS_LATCHED)
         self.correction_pub = self.create_lifecycle_publisher(Correction, 'robot/correction',

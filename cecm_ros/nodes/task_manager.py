@@ -47,14 +47,13 @@ from rclpy.parameter import parameter_value_to_python
 
 from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import NOOP, Task
+from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.core.experiment import TASK_CHOICES
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
 from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.partners import steps_off_plan
-from cecm_ros.core.planner import JointPlan as CorePlan
-from cecm_ros.core.planner import JointPlanner
 from cecm_ros.core.session import (
     SessionJournal,
     estimate_distance,
@@ -107,7 +106,7 @@ class TaskManager(CecmNode):
         self.declare_model_parameters()
         self.declare('num_tasks', 5, 'Tasks in a session (ignored with tasks_file)',
                      low=1, high=100_000)
-        self.declare('seed', 0, 'Seed of the core TaskGenerator', low=0, high=2**31 - 1)
+        self.declare('seed', 0, "Seed of the domain's task generator", low=0, high=2**31 - 1)
         self.declare('tasks_file', '',
                      "YAML file with the tasks to run instead of generated ones ('' = generate)",
                      check=existing_file)
@@ -473,8 +472,8 @@ class TaskManager(CecmNode):
             return tasks.take(ids.index(known)), len(candidates), 0.0
         if len(candidates) == 1:
             return tasks.take(0), 1, 0.0
-        request = RankTasks.Request(candidates=[conv.task_msg(t, self.partner_id)
-                                                for t in candidates])
+        request = RankTasks.Request(candidates=[
+            conv.task_msg(t, self.partner_id, domain=self.model.name) for t in candidates])
         estimator = self.param('estimator_node')
         for _ in range(self.param('max_interruptions') + 1):
             before = self._graph_mark()
@@ -771,7 +770,7 @@ class TaskManager(CecmNode):
             self.states.clear()
             self.robot_plans.pop(task.task_id, None)
             self.human_plans.pop(task.task_id, None)
-        request = conv.task_msg(task, self.partner_id, attempt)
+        request = conv.task_msg(task, self.partner_id, attempt, self.model.name)
         response = self.call_service(self.reset_client, ResetWorld.Request(task=request),
                                      f'{label}: reset_world', wait_s, 30.0, resend_s=5.0)
         if not response.success:
@@ -795,8 +794,9 @@ class TaskManager(CecmNode):
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
         self._check_partner_plan_followed(label, task.task_id, trajectory)
         estimate_goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
-            task_id=task.task_id, partner_id=self.partner_id, session_id=self.session_id,
-            task_index=index, goal_propositions=sorted(task.goal), trajectory=trajectory,
+            domain=self.model.name, task_id=task.task_id, partner_id=self.partner_id,
+            session_id=self.session_id, task_index=index,
+            goal_propositions=sorted(task.goal), trajectory=trajectory,
             robot_actions=outcome.robot_actions, corrections=outcome.corrections,
             goal_reached=outcome.goal_reached))
         # Only the estimator's own loss ends this wait: an update does not depend on the
@@ -885,7 +885,7 @@ class TaskManager(CecmNode):
         if size <= 0:
             return None
         if self.pool is None:
-            self.planner = JointPlanner(self.model, workers=2)
+            self.planner = self.model.planner(workers=2)
             pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
                                heldout_seed(self.param('seed')), size)
             # Stops at a deactivation, and for good once a new configuration replaced it.

@@ -5,7 +5,10 @@ Serves one page (``cecm_ros/web/``: index.html, app.js, style.css) and one WebSo
 them to the graph's topics and services. The WebSocket speaks a documented subset of
 the rosbridge v2 JSON protocol (``subscribe``, ``unsubscribe``, ``advertise``,
 ``publish``, ``call_service``, answered with ``publish``, ``service_response`` and
-``status``), so a roslibjs client can use it too; docs/nodes.md lists the subset.
+``status``), so a roslibjs client can use it too; docs/nodes.md lists the subset. As
+rosbridge does, it answers every client with the names as that client spelled them
+(``capability_belief`` or ``/capability_belief``): roslibjs routes a ``publish`` by the
+topic name its own ``subscribe`` gave.
 
 What the panel adds to the topics it relays is derived state a browser cannot compute:
 ``/web_panel/session`` (the open correction window, the robot actions that apply in its
@@ -16,8 +19,9 @@ from the executor (``robot/correction_status``) to the client that sent it.
 
 Threads: rclpy callbacks (executor threads) convert each message to JSON once, record it
 in a cache under one lock and hand it to the loop with ``call_soon_threadsafe``; the
-loop sends it to the subscribed clients. A client that subscribes gets the cached
-messages first, so a new tab or a reconnect resumes where the others are.
+loop frames it as a ``publish`` for each spelling its subscribers used and sends it. A
+client that subscribes gets the cached messages first, so a new tab or a reconnect
+resumes where the others are.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from cecm_ros.msg import (
     TaskRequest,
     TeamState,
 )
+from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
     QOS_HISTORY,
@@ -232,6 +237,12 @@ def _json_kind(value) -> str:
     return 'null' if value is None else type(value).__name__
 
 
+def publish_frame(topic: str, body: str) -> str:
+    """The ``publish`` op of a message already in JSON (``body``), naming the topic as
+    ``topic`` spells it: the subscriber's own spelling, which roslibjs routes by."""
+    return f'{{"op":"publish","topic":{json.dumps(topic)},"msg":{body}}}'
+
+
 def same_type(given: str, cls: type) -> bool:
     """rosbridge clients name types ``pkg/msg/Name`` or the ROS 1 way ``pkg/Name``."""
     full = type_name(cls)
@@ -275,7 +286,7 @@ def local_host_header(host: str) -> bool:
 
 # --------------------------------------------------------------------- cache + state
 class MessageCache:
-    """The last messages of every relayed topic, each with a sequence number.
+    """The last messages of every relayed topic (their JSON), each with a sequence number.
 
     A client that subscribes gets the cached ones and remembers the sequence number at
     that moment; a message with a number at or below it, delivered later by the loop,
@@ -438,8 +449,8 @@ class SessionState:
         cache_key = (current.task_id, state.step)
         if cache_key not in self._choices:
             try:
-                bits = self.model.state_from_atoms(state.true_propositions)
-                self._choices = {cache_key: ([NOOP, *self.model.applicable_actions(bits, ROBOT)],
+                here = conv.state_from_team_state(self.model, state)
+                self._choices = {cache_key: ([NOOP, *self.model.applicable_actions(here, ROBOT)],
                                              '')}
             except CecmError as error:
                 return [NOOP], f'team_state step {state.step}: {error}'
@@ -483,8 +494,9 @@ class Client:
         self.name = f'client {Client.count} ({peer})'
         self.ws = ws
         self.queue: asyncio.Queue = asyncio.Queue(maxsize=CLIENT_QUEUE)
-        self.topics: dict[str, set] = {}      # topic -> subscription ids
-        self.marks: dict[str, int] = {}       # topic -> last sequence number replayed
+        # topic -> {the topic as this client spelled it in subscribe -> subscription ids}
+        self.topics: dict[str, dict[str, set]] = {}
+        self.marks: dict[str, int] = {}       # spelling -> last sequence number replayed
         self.rate = rate
         self.tokens = rate * 2
         self.last = time.monotonic()
@@ -605,23 +617,28 @@ class PanelServer:
         self.thread = None
 
     # ------------------------------------------------- from the ROS side (any thread)
-    def deliver(self, topic: str, seq: int, text: str | None) -> None:
-        """Send a relayed message (or the session, text None) to its subscribers."""
+    def deliver(self, topic: str, seq: int, body: str | None) -> None:
+        """Send a relayed message's JSON (or the session, body None) to its subscribers."""
         loop = self.loop
         if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(self._deliver, topic, seq, text)
+            loop.call_soon_threadsafe(self._deliver, topic, seq, body)
 
     def verdict(self, status: CorrectionStatus) -> None:
         loop = self.loop
         if loop is not None and loop.is_running():
             loop.call_soon_threadsafe(self._verdict, status)
 
-    def _deliver(self, topic: str, seq: int, text: str | None) -> None:
-        if text is None:
-            text = self.panel.session_text()
+    def _deliver(self, topic: str, seq: int, body: str | None) -> None:
+        if body is None:
+            body = self.panel.session_body()
+        frames: dict[str, str] = {}   # one publish per spelling, as each client named it
         for client in list(self.clients):
-            if topic in client.topics and seq > client.marks.get(topic, 0):
-                self._send(client, text)
+            for spelled in list(client.topics.get(topic, ())):
+                if seq > client.marks.get(spelled, 0):
+                    frame = frames.get(spelled)
+                    if frame is None:
+                        frame = frames[spelled] = publish_frame(spelled, body)
+                    self._send(client, frame)
 
     def _verdict(self, status: CorrectionStatus) -> None:
         key = (status.task_id, status.step, status.header.stamp.sec,
@@ -769,14 +786,18 @@ class PanelServer:
             self.panel.get_logger().error(f'{client.name}: {error!r}')
             self._status(client, 'error', f'internal error: {error}', op_id)
 
-    def _topic(self, data: dict) -> str:
-        topic = data.get('topic')
-        if not isinstance(topic, str) or not topic:
+    def _topic(self, data: dict) -> tuple[str, str]:
+        """(the topic as the client spelled it, the topic it names)."""
+        spelled = data.get('topic')
+        if not isinstance(spelled, str) or not spelled:
             raise BridgeError('"topic" must be a non-empty string')
-        return topic if topic.startswith('/') else '/' + topic
+        return spelled, spelled if spelled.startswith('/') else '/' + spelled
 
     def _subscribe(self, client: Client, data: dict) -> None:
-        topic = self._topic(data)
+        """A subscription per spelling, as in rosbridge: its messages are published to the
+        client under that spelling (once per message, however many ids share it), and
+        the first of a spelling gets the cached messages."""
+        spelled, topic = self._topic(data)
         spec_type = self.panel.topic_types.get(topic)
         if spec_type is None:
             raise BridgeError(f'topic {topic} is not relayed by this panel; topics: '
@@ -785,26 +806,32 @@ class PanelServer:
         if given is not None and not self.panel.type_matches(topic, given):
             raise BridgeError(f'topic {topic} has type {self.panel.type_label(topic)}, '
                               f'not {given}')
-        first = topic not in client.topics
-        client.topics.setdefault(topic, set()).add(data.get('id'))
+        spellings = client.topics.setdefault(topic, {})
+        first = spelled not in spellings
+        spellings.setdefault(spelled, set()).add(data.get('id'))
         if first:
             entries, seq = self.panel.snapshot(topic)
-            client.marks[topic] = seq
-            for _, text in entries:
-                self._send(client, text)
+            client.marks[spelled] = seq
+            for _, body in entries:
+                self._send(client, publish_frame(spelled, body))
 
     def _unsubscribe(self, client: Client, data: dict) -> None:
-        topic = self._topic(data)
-        ids = client.topics.get(topic)
+        """Ends the id's subscription of that spelling (without an id: all of the spelling)."""
+        spelled, topic = self._topic(data)
+        spellings = client.topics.get(topic, {})
+        ids = spellings.get(spelled)
         if ids is None:
             return
         ids.discard(data.get('id'))
         if not ids or data.get('id') is None:
-            client.topics.pop(topic, None)
+            del spellings[spelled]
+            client.marks.pop(spelled, None)
+            if not spellings:
+                del client.topics[topic]
 
     def _advertise(self, client: Client, data: dict) -> None:
         """roslibjs advertises before it publishes: allowed for the one publishable topic."""
-        topic = self._topic(data)
+        _, topic = self._topic(data)
         self._check_publishable(topic)
         given = data.get('type')
         if given is not None and not same_type(given, Correction):
@@ -819,7 +846,7 @@ class PanelServer:
                               f'{self.panel.correction_topic} is')
 
     def _publish(self, client: Client, data: dict) -> None:
-        topic = self._topic(data)
+        _, topic = self._topic(data)
         self._check_publishable(topic)
         if 'msg' not in data:
             raise BridgeError('"msg" is missing')
@@ -841,17 +868,18 @@ class PanelServer:
                          'answers on robot/correction_status)', pending.op_id)
 
     def _call_service(self, client: Client, data: dict) -> None:
-        name = data.get('service')
-        if not isinstance(name, str) or not name:
+        spelled = data.get('service')
+        if not isinstance(spelled, str) or not spelled:
             raise BridgeError('"service" must be a non-empty string')
-        name = name if name.startswith('/') else '/' + name
+        name = spelled if spelled.startswith('/') else '/' + spelled
         op_id = data.get('id')
         try:
             ros_client, srv_type = self.panel.service(name)
             request = message_from_json(srv_type.Request, data.get('args') or {}, 'args')
         except BridgeError as error:
             # roslibjs waits for a service_response; the status says the same in words.
-            answer = {'op': 'service_response', 'service': name, 'result': False,
+            # The answer names the service as the client did (so does rosbridge).
+            answer = {'op': 'service_response', 'service': spelled, 'result': False,
                       'values': str(error)}
             self._send_json(client, answer if op_id is None else {**answer, 'id': op_id})
             raise
@@ -864,7 +892,7 @@ class PanelServer:
                 deadline.cancel()
                 if result_future is None:
                     ros_client.remove_pending_request(future)
-                self._service_done(client, name, op_id, result_future)
+                self._service_done(client, spelled, name, op_id, result_future)
 
         deadline = self.loop.call_later(self.panel.service_timeout, finish, None)
 
@@ -874,8 +902,9 @@ class PanelServer:
                 loop.call_soon_threadsafe(finish, result_future)
         future.add_done_callback(done)
 
-    def _service_done(self, client: Client, name: str, op_id, future) -> None:
-        answer = {'op': 'service_response', 'service': name, 'result': False}
+    def _service_done(self, client: Client, spelled: str, name: str, op_id,
+                      future) -> None:
+        answer = {'op': 'service_response', 'service': spelled, 'result': False}
         if op_id is not None:
             answer['id'] = op_id
         if future is None:
@@ -1031,14 +1060,10 @@ class WebPanel(CecmNode):
         return f'http://{shown}:{self.bound_port}/{query}'
 
     def _layout(self, model) -> dict:
-        """The household drawing's data and what the page needs to know of the panel."""
-        house = model.household
+        """The domain's drawing data (its renderer's) and what the page needs to know of
+        the panel."""
         return {
-            'household': house.name, 'rooms': list(house.rooms),
-            'doors': [list(door) for door in house.doors] if house.doors is not None else None,
-            'sinks': list(house.sinks), 'agents': ['robot', 'human'],
-            'items': [{'name': item.name, 'washable': item.washable,
-                       'goal_rooms': list(item.goal_rooms)} for item in house.items],
+            **model.panel_layout(), 'domain': model.name, 'agents': ['robot', 'human'],
             'capabilities': [{'name': c.name, 'action': c.action, 'room': c.room,
                               'description': c.description}
                              for c in model.catalog.capabilities],
@@ -1055,8 +1080,7 @@ class WebPanel(CecmNode):
     def _relay(self, key: str) -> Callable:
         def on_message(msg) -> None:
             topic = self.topic_names[key]
-            text = json.dumps({'op': 'publish', 'topic': topic, 'msg': message_to_json(msg)},
-                              separators=(',', ':'), allow_nan=False)
+            body = json.dumps(message_to_json(msg), separators=(',', ':'), allow_nan=False)
             server = self.server
             with self.lock:   # handed to the loop in sequence order
                 if key == 'task' and msg.task_id != self.session.task_id:
@@ -1064,10 +1088,10 @@ class WebPanel(CecmNode):
                         self.cache.clear(self.topic_names[per_task])
                 if key == 'team_state' and msg.step == 0:
                     self.cache.clear(topic)
-                seq = self.cache.add(topic, text)
+                seq = self.cache.add(topic, body)
                 changed = self.session.observe(key, msg)
                 if server is not None:
-                    server.deliver(topic, seq, text)
+                    server.deliver(topic, seq, body)
                     if changed:
                         server.deliver(self.session_topic, self.cache.bump(), None)
                     if key == 'correction_status' and msg.sender == self.session.sender:
@@ -1076,20 +1100,20 @@ class WebPanel(CecmNode):
                 self._ask_window()
         return on_message
 
-    def session_text(self) -> str:
+    def session_body(self) -> str:
+        """The derived session as JSON (the ``msg`` of its ``publish``)."""
         with self.lock:
-            return self._session_text()
+            return self._session_body()
 
-    def _session_text(self) -> str:
-        return json.dumps({'op': 'publish', 'topic': self.session_topic,
-                           'msg': self.session.to_json()},
-                          separators=(',', ':'), allow_nan=False)
+    def _session_body(self) -> str:
+        return json.dumps(self.session.to_json(), separators=(',', ':'), allow_nan=False)
 
     def snapshot(self, topic: str) -> tuple[list[tuple[int, str]], int]:
-        """The cached messages of a topic (the session: built now) and the sequence."""
+        """The cached messages' JSON of a topic (the session: built now) and the
+        sequence."""
         with self.lock:
             if topic == self.session_topic:
-                return [(self.cache.seq, self._session_text())], self.cache.seq
+                return [(self.cache.seq, self._session_body())], self.cache.seq
             return self.cache.snapshot(topic)
 
     def type_matches(self, topic: str, given: str) -> bool:

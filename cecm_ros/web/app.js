@@ -41,18 +41,17 @@
     return { schema: parts[0], args: parts.slice(1) };
   }
 
-  // "(move robot kitchen study)" -> "go to the study" (short: "go to study")
+  // An action in words, from the domain's phrases (its layout): "(move robot kitchen
+  // study)" with {move: "go to {the}{2}"} -> "go to the study" (short: "go to study").
+  // A schema without a phrase reads as its name and arguments, the agent left out.
   function describe(text, short) {
     const { schema, args } = parseAction(text);
-    const the = short ? '' : 'the ';
-    switch (schema) {
-      case 'noop': return 'wait';
-      case 'move': return 'go to ' + the + pretty(args[2]);
-      case 'pick': return 'pick up ' + the + pretty(args[1]);
-      case 'place': return 'put ' + the + pretty(args[1]) + ' down';
-      case 'wash': return 'wash ' + the + pretty(args[1]);
-      default: return String(text);
-    }
+    if (schema === 'noop') return 'wait';
+    const phrases = (state.layout && state.layout.phrases) || {};
+    const phrase = phrases[schema];
+    if (!phrase) return [schema, ...args.slice(1)].map(pretty).join(' ');
+    return phrase.replace(/\{the\}/g, short ? '' : 'the ')
+      .replace(/\{(\d+)\}/g, (_, i) => pretty(args[Number(i)] || ''));
   }
 
   function el(tag, attrs, ...children) {
@@ -432,10 +431,53 @@
     return wanted;
   }
 
+  // Any domain: the latest state's facts by predicate (goal facts marked) or its
+  // numbers, beside the plan lanes, the belief and the history.
+  function renderFacts() {
+    const layout = state.layout;
+    const list = $('facts');
+    $('house').style.display = 'none';   // (an SVG element has no `hidden`)
+    list.hidden = false;
+    $('house-title').textContent = 'The ' + pretty(layout.domain || 'world');
+    const latest = latestState();
+    const goal = new Set(state.task ? state.task.goal_propositions : []);
+    list.replaceChildren();
+    const byPredicate = new Map();
+    for (const prop of (latest ? latest.true_propositions : [])) {
+      const { schema, args } = parseAction(prop);
+      if (!byPredicate.has(schema)) byPredicate.set(schema, []);
+      byPredicate.get(schema).push({ prop, args });
+    }
+    for (const [predicate, entries] of byPredicate) {
+      const row = el('div', { class: 'fact-row', 'data-predicate': predicate },
+        el('span', { class: 'predicate', text: pretty(predicate) }));
+      for (const { prop, args } of entries) {
+        row.append(el('span', { class: 'fact' + (goal.has(prop) ? ' goal-met' : ''),
+          'data-fact': prop, text: args.map(pretty).join(' · ') + (goal.has(prop) ? ' ✓' : '') }));
+      }
+      list.append(row);
+    }
+    const features = latest ? latest.state_features || [] : [];
+    if (features.length) {
+      const names = layout.feature_names || [];
+      const row = el('div', { class: 'fact-row' }, el('span', { class: 'predicate', text: 'state' }));
+      features.forEach((value, i) => row.append(el('span', { class: 'fact',
+        text: (names[i] || 'x' + i) + ' = ' + Number(value).toFixed(2) })));
+      list.append(row);
+    }
+    $('house-desc').textContent = latest ? 'Step ' + latest.step + ': ' +
+      (latest.true_propositions.length ? latest.true_propositions.length + ' facts hold'
+        : features.length + ' numbers') + '; goal facts that hold are marked ✓.'
+      : 'No state yet.';
+  }
+
   function renderHouse() {
     const layout = state.layout;
     const drawing = $('house');
     if (!layout || !drawing) return;
+    if (layout.renderer !== 'household') { renderFacts(); return; }
+    drawing.style.display = '';
+    $('facts').hidden = true;
     drawing.replaceChildren();
     const rooms = layout.rooms;
     const cols = rooms.length <= 4 ? 2 : 3;
@@ -515,6 +557,17 @@
   function renderGoal() {
     const node = $('goal');
     if (!state.task) { node.textContent = 'No task yet.'; return; }
+    if (state.layout && state.layout.renderer !== 'household') {
+      const latest = state.teamTask === state.task.task_id ? latestState() : null;
+      const holds = new Set(latest ? latest.true_propositions : []);
+      node.replaceChildren(el('strong', { text: 'Goal: ' }));
+      for (const prop of state.task.goal_propositions) {
+        const { schema, args } = parseAction(prop);
+        node.append(el('span', { class: 'g' + (holds.has(prop) ? ' done' : ''), 'data-fact': prop },
+          [schema, ...args].map(pretty).join(' ') + (holds.has(prop) ? ' ✓' : '')));
+      }
+      return;
+    }
     const now = facts(state.task && state.teamTask === state.task.task_id ? latestState() : null);
     node.replaceChildren(el('strong', { text: 'Goal: ' }));
     for (const [item, goal] of Object.entries(goals())) {

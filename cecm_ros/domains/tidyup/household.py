@@ -7,14 +7,14 @@ from pathlib import Path
 
 import yaml
 
-from .errors import CecmError, ConfigError, UnknownNameError
-from .resources import DEFAULT_HOUSEHOLD, config_path
+from cecm_ros.core.domain import AGENTS, HUMAN, ROBOT
+from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
+from cecm_ros.core.resources import config_path
 
-ROBOT = 'robot'
-HUMAN = 'human'
-AGENTS = (ROBOT, HUMAN)
+DEFAULT_HOUSEHOLD = 'tidyup_household.yaml'
+__all__ = ['AGENTS', 'HUMAN', 'ROBOT', 'Household', 'Item', 'TaskSettings', 'DEFAULT_HOUSEHOLD']
 # Costs are whole numbers (Fast Downward's are integers) and small enough that the
-# planner's tie-breaking encoding of them (cecm_ros.core.domain) cannot overflow.
+# planner's tie-breaking encoding of them (cecm_ros.domains.tidyup.model) cannot overflow.
 MAX_ACTION_COST = 20
 
 
@@ -81,7 +81,7 @@ class Household:
                 f'1..{len(self.items)}')
 
     def _check_doors(self) -> None:
-        for door in self.doors:
+        for door in self.doors or ():
             if len(door) != 2 or door[0] == door[1]:
                 raise ConfigError(f'household {self.name!r}: a door joins two different '
                                   f'rooms, got {list(door)}')

@@ -1,12 +1,12 @@
-"""A planning worker process: ``python -m cecm_ros.core.planning_worker``.
+"""A planning worker process: ``python -m cecm_ros.domains.pddl.planning_worker``.
 
-The parent (:class:`cecm_ros.core.planner.JointPlanner`) starts workers itself rather
+The parent (:class:`cecm_ros.domains.pddl.planner.FastDownwardPlanner`) starts workers itself rather
 than through multiprocessing, so neither forking an rclpy process nor re-importing a
 user's ``__main__`` ever happens. Each worker runs in a private working directory,
 because Fast Downward's driver writes its intermediate files into the current one.
 
 Protocol: length-prefixed pickles. The parent first sends the model settings
-``(household, catalog, domain_file, engine, timeout_s)``; then each request is
+``(model class, its rebuild arguments, engine, timeout_s)``; then each request is
 ``(task, vector)`` and each reply ``('ok', JointPlan)`` or ``('error', exception)``.
 """
 
@@ -52,18 +52,27 @@ def main() -> int:
     workdir = tempfile.mkdtemp(prefix='cecm-planner-')
     os.chdir(workdir)
     try:
-        from .domain import TidyUpModel
+        from cecm_ros.core.errors import PlanningError
+
         from .planner import PlanningBackend
 
-        household, catalog, domain_file, engine, timeout_s = receive(channel_in)
-        backend = PlanningBackend(TidyUpModel(household, catalog, domain_file),
-                                  engine, timeout_s)
+        model_class, arguments, engine, timeout_s = receive(channel_in)
+        backend: PlanningBackend | None = None
+        failure: Exception | None = None
+        try:
+            backend = PlanningBackend(model_class(*arguments), engine, timeout_s)
+        except Exception as error:  # noqa: BLE001 - the parent hears why, per request
+            failure = error
         while True:
             try:
                 task, vector = receive(channel_in)
             except EOFError:
                 return 0
+            reply: tuple[str, object]
             try:
+                if backend is None:
+                    raise PlanningError(f'the planning worker cannot build the domain: '
+                                        f'{failure}')
                 reply = ('ok', backend.solve(task, vector))
             except Exception as error:  # noqa: BLE001 - every failure goes to the parent
                 reply = ('error', error)

@@ -6,7 +6,7 @@ the operators whose capability a vector lacks gives the search the same operator
 translator would have kept for that vector; only its reachability pruning, which cannot
 change the optimal cost, is skipped. A* then returns an optimal plan. The encodings
 differ, so a search could pick another plan among equally cheap ones; the tie-breaking
-costs the model writes (``cecm_ros.core.domain``) make the optimum unique in nearly
+costs the model writes (``cecm_ros.domains.tidyup.model``) make the optimum unique in nearly
 every case, and then both find the same plan.
 
 Because the optimum is unique, the heuristic is free to choose. LM-cut (what the
@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PlannerTimeoutError, PlanningError
+from cecm_ros.core.errors import PlannerTimeoutError, PlanningError
 
 OPTIMAL_SEARCH = 'astar(cegar(subtasks=[goals()]),verbosity=silent)'
 # A planner process killed by a signal is run again this often before the error counts.
@@ -44,7 +44,7 @@ SEARCH_UNSOLVABLE = 11
 def fast_downward_root() -> Path | None:
     """The Fast Downward tree inside the installed up-fast-downward package, if any."""
     try:
-        import up_fast_downward
+        import up_fast_downward  # type: ignore[import-untyped]
     except ImportError:
         return None
     root = Path(up_fast_downward.__file__).resolve().parent / 'downward'
@@ -73,7 +73,9 @@ class TranslatedTask:
         except (StopIteration, IndexError, ValueError) as error:
             raise PlanningError('Fast Downward wrote a SAS file without a goal and '
                                 'operator section') from error
-        names, blocks, index = [], [], count_at + 1
+        names: list[str] = []
+        blocks: list[str] = []
+        index = count_at + 1
         for _ in range(count):
             end = index
             while end < len(lines) and lines[end].strip() != 'end_operator':

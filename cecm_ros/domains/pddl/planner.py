@@ -18,15 +18,24 @@ import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import unified_planning.shortcuts as up
 from unified_planning.engines import PlanGenerationResultStatus as Status
 
-from .domain import HUMAN, NOOP, ROBOT, GroundAction, Task, TidyUpModel
-from .errors import PlannerTimeoutError, PlanningError, UnknownNameError, UnsolvableTaskError
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, JointPlan, JointStep, Task
+from cecm_ros.core.errors import (
+    PlannerTimeoutError,
+    PlanningError,
+    UnknownNameError,
+    UnsolvableTaskError,
+)
+from cecm_ros.core.planning import CachingPlanner
+from cecm_ros.domains.pddl.model import GroundAction, PddlModel
+
 from .fast_downward import FastDownwardSearch, TranslatedTask, fast_downward_root
 from .planning_worker import receive, send
 
@@ -34,50 +43,8 @@ DEFAULT_ENGINE = 'fast-downward-opt'
 UNSOLVABLE = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
 
 
-@dataclass(frozen=True)
-class JointStep:
-    robot: str = NOOP
-    human: str = NOOP
-
-    def action_of(self, agent: str) -> str:
-        return self.robot if agent == ROBOT else self.human
-
-
-@dataclass(frozen=True)
-class JointPlan:
-    """A joint plan and the state trajectory it induces (states as bitmasks)."""
-
-    task_id: str
-    steps: tuple[JointStep, ...]
-    cost: float
-    robot_cost: float
-    human_cost: float
-    trajectory: tuple[int, ...]
-    human_capabilities_used: frozenset[int]
-    planning_time_s: float = 0.0
-    sequential: tuple[str, ...] = field(default=(), repr=False)
-    # The planner's objective (cost, then action count, then tie weights), see domain.py.
-    planner_cost: int = field(default=0, repr=False)
-
-    def actions_of(self, agent: str) -> list[str]:
-        return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
-
-    def format(self, width: int = 34) -> str:
-        """A two-column table of who does what, one joint step per line."""
-        lines = [f'{"step":>4}  {"robot":<{width}}{"human"}']
-        for index, step in enumerate(self.steps, 1):
-            lines.append(f'{index:>4}  {step.robot:<{width}}{step.human}')
-        lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, human {self.human_cost:g}),'
-                     f' {len(self.steps)} joint steps')
-        return '\n'.join(lines)
-
-
-# Put things down and wash them before picking the next one up, and finish in a room
-# before leaving it: the order canonical_order tries actions in.
-_SCHEMA_RANK = {'place': 0, 'wash': 1, 'pick': 2, 'move': 3}
-
-
-def canonical_order(actions: list[GroundAction], start: int, goal: int) -> list[GroundAction]:
+def canonical_order(actions: list[GroundAction], start: int, goal: int,
+                    schema_rank: dict[str, int] | None = None) -> list[GroundAction]:
     """The first valid ordering of a plan's actions, trying them in one fixed order.
 
     The planner's tie-breaking costs (``domain.planner_cost``) are additive, so they
@@ -85,10 +52,12 @@ def canonical_order(actions: list[GroundAction], start: int, goal: int) -> list[
     fetches the bowl and then the blanket uses the same actions as one that fetches
     them the other way round. Re-ordering every plan by one rule makes the result
     independent of how the planner found it. Depth-first with memoised dead ends; the
-    given order is valid, so some ordering is always found.
+    given order is valid, so some ordering is always found. ``schema_rank`` is the
+    domain's preferred order of action schemas (unranked ones last, then by name).
     """
+    rank = schema_rank or {}
     ranked = sorted({a.name: a for a in actions}.values(),
-                    key=lambda a: (_SCHEMA_RANK.get(a.schema, len(_SCHEMA_RANK)), a.name))
+                    key=lambda a: (rank.get(a.schema, len(rank)), a.name))
     counts = Counter(a.name for a in actions)
     remaining = [counts[a.name] for a in ranked]
     ordered: list[GroundAction] = []
@@ -153,7 +122,7 @@ class PlanningBackend:
     Every backend therefore runs in its own process with a private working directory.
     """
 
-    def __init__(self, model: TidyUpModel, engine: str, timeout_s: float):
+    def __init__(self, model: PddlModel, engine: str, timeout_s: float):
         self.model = model
         self.engine = engine
         self.timeout_s = timeout_s
@@ -215,7 +184,7 @@ class PlanningBackend:
                 return engine.solve(problem, timeout=self.timeout_s)
 
 
-def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction],
+def build_joint_plan(model: PddlModel, task: Task, actions: list[GroundAction],
                      capabilities: np.ndarray, elapsed: float = 0.0) -> JointPlan:
     """Validate a sequential plan against the model and lift it into joint steps."""
     start = model.state_from_atoms(task.initial)
@@ -228,12 +197,12 @@ def build_joint_plan(model: TidyUpModel, task: Task, actions: list[GroundAction]
         state = action.apply(state)
     if state & goal != goal:
         raise PlanningError(f'task {task.task_id}: the plan does not reach the goal')
-    actions = canonical_order(actions, start, goal)
+    actions = canonical_order(actions, start, goal, model.schema_rank)
     steps, trajectory, state = [], [start], start
     for robot, human in lift_to_joint_steps(actions):
-        for action in (human, robot):
-            if action is not None:
-                state = action.apply(state)
+        for done in (human, robot):
+            if done is not None:
+                state = done.apply(state)
         trajectory.append(state)
         steps.append(JointStep(robot.name if robot else NOOP, human.name if human else NOOP))
     human_cost = sum(a.cost for a in actions if a.agent == HUMAN)
@@ -253,16 +222,19 @@ class _WorkerProcess:
 
     def __init__(self, settings: tuple):
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'cecm_ros.core.planning_worker'],
+            [sys.executable, '-m', 'cecm_ros.domains.pddl.planning_worker'],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_environment())
         self.lock = threading.Lock()
-        send(self.process.stdin, settings)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin: BinaryIO = self.process.stdin  # type: ignore[assignment]
+        self.stdout: BinaryIO = self.process.stdout  # type: ignore[assignment]
+        send(self.stdin, settings)
 
     def solve(self, task: Task, vector: np.ndarray) -> JointPlan:
         with self.lock:
             try:
-                send(self.process.stdin, (task, vector))
-                status, value = receive(self.process.stdout)
+                send(self.stdin, (task, vector))
+                status, value = receive(self.stdout)
             except (EOFError, BrokenPipeError, OSError) as error:
                 raise WorkerLostError(
                     f'task {task.task_id}: the planning worker (pid {self.process.pid}) '
@@ -273,7 +245,7 @@ class _WorkerProcess:
 
     def close(self) -> None:
         try:
-            self.process.stdin.close()
+            self.stdin.close()
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
@@ -282,56 +254,44 @@ class _WorkerProcess:
 def _worker_environment() -> dict[str, str]:
     """The parent's environment with this package importable from the child."""
     environment = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = str(Path(__file__).resolve().parents[3])
     paths = environment.get('PYTHONPATH', '')
     if package_root not in paths.split(os.pathsep):
         environment['PYTHONPATH'] = os.pathsep.join(p for p in (package_root, paths) if p)
     return environment
 
 
-class JointPlanner:
-    """Plans a task under a capability vector of the human.
+class FastDownwardPlanner(CachingPlanner):
+    """Plans a task under a capability vector of the human with Fast Downward.
 
-    Plans are cached per (task, vector) in this process. With ``reuse_translation``
-    (the default, for the default optimal engine) each task is translated by Fast
-    Downward once and every vector only runs the search, in up to ``workers``
-    threads (see :mod:`.fast_downward`). Otherwise each vector is one
+    Plans are cached per (task, vector) in this process (:class:`CachingPlanner`). With
+    ``reuse_translation`` (the default, for the default optimal engine) each task is
+    translated by Fast Downward once and every vector only runs the search, in up to
+    ``workers`` threads (see :mod:`.fast_downward`). Otherwise each vector is one
     unified-planning call in one of up to ``workers`` planning processes (started on
     first use, see ``planning_worker``); that path also confirms every "unsolvable".
     :meth:`plan_many` uses several cores either way. Thread-safe. Call :meth:`close`
     (or use ``with``) to stop the workers.
     """
 
-    def __init__(self, model: TidyUpModel, engine: str = DEFAULT_ENGINE,
+    def __init__(self, model: PddlModel, engine: str = DEFAULT_ENGINE,
                  timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000,
                  reuse_translation: bool = True):
         if workers < 1:
             raise ValueError(f'workers must be at least 1, got {workers}')
+        optimal = engine == DEFAULT_ENGINE
+        super().__init__(model, model.guarantees if optimal else
+                         replace(model.guarantees, cost_optimal=False), cache_size)
         self.model = model
         self.engine = engine
         self.timeout_s = timeout_s
         self.workers = workers
-        self._cache: OrderedDict[tuple, JointPlan] = OrderedDict()
-        # The same plans indexed by task, so that the plans known for one task are found
-        # without a scan of the whole cache (the hypothesis evaluators ask often).
-        self._by_task: dict[tuple, dict[bytes, JointPlan]] = {}
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
         self._workers: list[_WorkerProcess] = []
-        root = fast_downward_root() if reuse_translation and engine == DEFAULT_ENGINE \
-            else None
+        root = fast_downward_root() if reuse_translation and optimal else None
         self._search = FastDownwardSearch(root, timeout_s) if root else None
         self._translations: OrderedDict[tuple, tuple[TranslatedTask, np.ndarray]] = \
             OrderedDict()
         self._search_threads: ThreadPoolExecutor | None = None
-        self.calls = 0          # planner invocations (cache misses)
-        self.cache_hits = 0
-
-    def __enter__(self) -> JointPlanner:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the planning workers; the next planning call starts new ones."""
@@ -343,85 +303,16 @@ class JointPlanner:
         if threads is not None:
             threads.shutdown(wait=True)
 
-    # ------------------------------------------------------------------ public API
-    def plan(self, task: Task, capabilities: np.ndarray) -> JointPlan:
-        """The joint plan for ``task`` when the human has ``capabilities``."""
-        return self.plan_many(task, [capabilities])[0]
-
-    def plan_under_estimate(self, task: Task, estimate: np.ndarray) -> tuple[JointPlan, bool]:
-        """The robot's plan under its estimate, and whether it had to relax the estimate.
-
-        Mid-task the partner may already hold an item that the estimate says it can
-        never put down (it evidently could pick it up): the goal is then unreachable
-        under the estimate. The robot then plans as if the partner were fully capable,
-        leaving the partner to finish what it started, rather than giving up.
-        """
-        try:
-            return self.plan(task, estimate), False
-        except UnsolvableTaskError:
-            return self.plan(task, self.model.catalog.all_capable()), True
-
-    def plan_many(self, task: Task, vectors) -> list[JointPlan]:
-        """Plans for several vectors of one task, solved in parallel where not cached."""
-        results: list[JointPlan | None] = []
-        missing: dict[bytes, np.ndarray] = {}
-        keys = []
-        with self._lock:
-            for vector in vectors:
-                # Inert capabilities cannot change any plan: they share one cache entry.
-                effective = self.model.catalog.check_vector(vector) | self.model.inert_mask
-                key = (task.key, effective.tobytes())
-                keys.append(key)
-                cached = self._cache.get(key)
-                if cached is not None:
-                    self._cache.move_to_end(key)
-                    self.cache_hits += 1
-                elif key[1] not in missing:
-                    missing[key[1]] = effective
-                results.append(cached)
-            self.calls += len(missing)
-        if missing:
-            solved = self._solve_all(task, list(missing.values()))
-            with self._lock:
-                if self._cache_size > 0:
-                    known = self._by_task.setdefault(task.key, {})
-                    for vector_bytes, plan in zip(missing, solved):
-                        self._cache[(task.key, vector_bytes)] = plan
-                        known[vector_bytes] = plan
-                while len(self._cache) > self._cache_size:
-                    (task_key, vector_bytes), _ = self._cache.popitem(last=False)
-                    per_task = self._by_task.get(task_key)
-                    if per_task is not None:
-                        per_task.pop(vector_bytes, None)
-                        if not per_task:
-                            del self._by_task[task_key]
-            by_bytes = dict(zip(missing, solved))
-            results = [r if r is not None else by_bytes[k[1]] for r, k in zip(results, keys)]
-        return [_retitled(plan, task.task_id) for plan in results]
-
-    def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
-        """The (vector, plan) pairs this planner already knows for ``task``."""
-        size = len(self.model.catalog)
-        with self._lock:
-            known = list(self._by_task.get(task.key, {}).items())
-        return [(np.frombuffer(vector, dtype=bool, count=size), plan) for vector, plan in known]
-
-    def known_plan_count(self, task: Task) -> int:
-        """How many plans this planner knows for ``task`` (grows as it plans)."""
-        with self._lock:
-            return len(self._by_task.get(task.key, ()))
-
     # ---------------------------------------------------------------- internals
     def _started_workers(self, wanted: int) -> list[_WorkerProcess]:
         with self._lock:
             model = self.model
-            settings = (model.household, model.catalog, model.domain_file, self.engine,
-                        self.timeout_s)
+            settings = (type(model), model.rebuild_arguments(), self.engine, self.timeout_s)
             while len(self._workers) < min(wanted, self.workers):
                 self._workers.append(_WorkerProcess(settings))
             return list(self._workers[:max(1, min(wanted, self.workers))])
 
-    def _solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+    def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         if self._search is None:
             return self._solve_in_workers(task, vectors)
         model = self.model
@@ -432,10 +323,13 @@ class JointPlanner:
         if translated.unsolvable:
             return self._solve_in_workers(task, vectors)
 
+        engine = self._search
+        assert engine is not None
+
         def search(vector: np.ndarray) -> JointPlan | None:
             started = time.perf_counter()
             keep = (gates < 0) | vector[np.maximum(gates, 0)]
-            names = self._search.search(translated.restricted(keep), f'task {task.task_id}')
+            names = engine.search(translated.restricted(keep), f'task {task.task_id}')
             if names is None:
                 return None
             actions = [model.action(f'({name})') for name in names]
@@ -471,6 +365,7 @@ class JointPlanner:
         # costs more than the translation, and with the planner's tie-breaking the
         # encoding does not decide which optimal plan is found.
         self.model.validate_task(task)
+        assert self._search is not None
         translated = self._search.translate(self.model.domain_text,
                                             self.model.problem_text(task),
                                             f'task {task.task_id}')
@@ -507,7 +402,7 @@ class JointPlanner:
                 if not isinstance(error, (UnsolvableTaskError, PlannerTimeoutError)):
                     self.close()
                 raise
-        jobs = queue.SimpleQueue()
+        jobs: queue.SimpleQueue[tuple[int, np.ndarray]] = queue.SimpleQueue()
         for index, vector in enumerate(vectors):
             jobs.put((index, vector))
         results: list[JointPlan | None] = [None] * len(vectors)
@@ -539,11 +434,3 @@ class JointPlanner:
 def _instance_text(instance) -> str:
     args = ' '.join(str(p) for p in instance.actual_parameters)
     return f'({instance.action.name} {args})'
-
-
-def _retitled(plan: JointPlan, task_id: str) -> JointPlan:
-    if plan.task_id == task_id:
-        return plan
-    from dataclasses import replace
-
-    return replace(plan, task_id=task_id)

@@ -1,0 +1,91 @@
+"""Plans kept per (task, vector): the memory every planner of a domain shares.
+
+CE-CM asks for the plans of many capability vectors on the same few tasks; vectors that
+differ only in inert capabilities induce the same plan. :class:`CachingPlanner` answers
+repeated questions from memory and leaves the domain to plan the vectors it has not seen
+(:meth:`CachingPlanner.solve_all`), so the hypothesis evaluators can also ask which plans
+are already known for a task.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
+
+from .domain import Domain, JointPlan, Planner, PlannerGuarantees, Task
+
+
+class CachingPlanner(Planner):
+    """A planner with a bounded in-process cache of plans per (task, vector)."""
+
+    def __init__(self, domain: Domain, guarantees: PlannerGuarantees, cache_size: int = 100_000):
+        self.domain = domain
+        self.guarantees = guarantees
+        self._cache: OrderedDict[tuple, JointPlan] = OrderedDict()
+        # The same plans indexed by task, so that the plans known for one task are found
+        # without a scan of the whole cache (the hypothesis evaluators ask often).
+        self._by_task: dict[tuple, dict[bytes, JointPlan]] = {}
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self.calls = 0          # plans made (cache misses)
+        self.cache_hits = 0
+
+    @abstractmethod
+    def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        """Plans for distinct vectors (inert capabilities already set), none cached."""
+
+    def plan_many(self, task: Task, vectors: Iterable[np.ndarray]) -> list[JointPlan]:
+        """Plans for several vectors of one task, solved together where not cached."""
+        domain = self.domain
+        results: list[JointPlan | None] = []
+        missing: dict[bytes, np.ndarray] = {}
+        keys = []
+        with self._lock:
+            for vector in vectors:
+                # Inert capabilities cannot change any plan: they share one cache entry.
+                effective = domain.catalog.check_vector(vector) | domain.inert_mask
+                key = (task.key, effective.tobytes())
+                keys.append(key)
+                cached = self._cache.get(key)
+                if cached is not None:
+                    self._cache.move_to_end(key)
+                    self.cache_hits += 1
+                elif key[1] not in missing:
+                    missing[key[1]] = effective
+                results.append(cached)
+            self.calls += len(missing)
+        if missing:
+            solved = self.solve_all(task, list(missing.values()))
+            with self._lock:
+                if self._cache_size > 0:
+                    known = self._by_task.setdefault(task.key, {})
+                    for vector_bytes, plan in zip(missing, solved):
+                        self._cache[(task.key, vector_bytes)] = plan
+                        known[vector_bytes] = plan
+                while len(self._cache) > self._cache_size:
+                    (task_key, vector_bytes), _ = self._cache.popitem(last=False)
+                    per_task = self._by_task.get(task_key)
+                    if per_task is not None:
+                        per_task.pop(vector_bytes, None)
+                        if not per_task:
+                            del self._by_task[task_key]
+            by_bytes = dict(zip(missing, solved))
+            results = [r if r is not None else by_bytes[k[1]] for r, k in zip(results, keys)]
+        plans = [plan for plan in results if plan is not None]
+        return [plan if plan.task_id == task.task_id else replace(plan, task_id=task.task_id)
+                for plan in plans]
+
+    def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
+        size = len(self.domain.catalog)
+        with self._lock:
+            known = list(self._by_task.get(task.key, {}).items())
+        return [(np.frombuffer(vector, dtype=bool, count=size), plan) for vector, plan in known]
+
+    def known_plan_count(self, task: Task) -> int:
+        with self._lock:
+            return len(self._by_task.get(task.key, ()))

@@ -1,0 +1,1 @@
+"""Planning for PDDL domains: Fast Downward, directly or through unified-planning."""

@@ -1,0 +1,449 @@
+"""A user's PDDL domain described by a file, with no Python: ``--domain path/domain.yaml``.
+
+The YAML file names a two-agent PDDL domain file, the objects, the robot and partner
+objects, the static facts and cost values, each capability as a gate on an action schema
+and some of its arguments, the partner types, and how tasks are made (PDDL problem files,
+or initial-state and goal templates drawn with a seed). docs/domains.md walks through
+one. Every mistake in it is a ConfigError that names the file and the entry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from unified_planning.io import PDDLReader
+from unified_planning.model import Problem
+
+from cecm_ros.core.capabilities import Capability, CapabilityCatalog, PartnerType
+from cecm_ros.core.domain import HUMAN, ROBOT, Task
+from cecm_ros.core.errors import CecmError, ConfigError, UnsolvableTaskError
+
+from .model import PddlModel, atom, pddl_name, split_atom
+
+FORMAT_KEYS = {'name', 'description', 'pddl', 'agents', 'objects', 'static', 'costs',
+               'capabilities', 'partner_types', 'tasks', 'schema_order'}
+# Tasks a loaded domain plans with a fully capable partner to prove it can be run.
+TASKS_CHECKED = 3
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: expected a mapping, got {type(value).__name__}')
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'{where}: expected a list of names')
+    return list(value)
+
+
+class FileDomain(PddlModel):
+    """A PDDL domain configured by a YAML file (see the module docstring)."""
+
+    def __init__(self, path: str | Path, check_tasks: bool = True):
+        self.path = Path(path)
+        spec = self._read_yaml()
+        self.spec = spec
+        self.name = str(spec.get('name') or self.path.parent.name or self.path.stem)
+        self.description = str(spec.get('description', ''))
+        pddl = spec.get('pddl')
+        if not isinstance(pddl, str):
+            raise ConfigError(f'{self.path}: "pddl" must name the PDDL domain file')
+        pddl_file = (self.path.parent / pddl).resolve()
+        if not pddl_file.is_file():
+            raise ConfigError(f'{self.path}: pddl: no such file {pddl_file}')
+        agents = _mapping(spec.get('agents'), f'{self.path}: agents')
+        if set(agents) != {'robot', 'partner'}:
+            raise ConfigError(f'{self.path}: agents: give the PDDL objects of "robot" and '
+                              f'"partner", got {sorted(agents)}')
+        roles = {str(agents['robot']): ROBOT, str(agents['partner']): HUMAN}
+        if len(roles) != 2:
+            raise ConfigError(f'{self.path}: agents: robot and partner must be two objects')
+        self._objects = {str(k): _strings(v, f'{self.path}: objects: {k}')
+                         for k, v in _mapping(spec.get('objects'),
+                                              f'{self.path}: objects').items()}
+        self._static_facts = {atom(*split_atom(f)) for f in
+                              _strings(spec.get('static', []), f'{self.path}: static')}
+        costs = _mapping(spec.get('costs', {}), f'{self.path}: costs')
+        self._default_cost = costs.get('default')
+        self._costs = {atom(*split_atom(k)): v for k, v in costs.items() if k != 'default'}
+        order = _strings(spec.get('schema_order', []), f'{self.path}: schema_order')
+        self.schema_rank = {schema: rank for rank, schema in enumerate(order)}
+        self._check_tasks = check_tasks
+        catalog, self._gates = self._read_capabilities(spec)
+        self._pddl_text_for_errors = pddl_file
+        try:
+            super().__init__(pddl_file, catalog, roles)
+        except ConfigError as error:
+            raise ConfigError(f'{self.path}: {error}') from None
+        except Exception as error:  # noqa: BLE001 - a parse error of the user's PDDL
+            raise ConfigError(f'{pddl_file}: cannot read the PDDL domain: '
+                              f'{type(error).__name__}: {error}') from None
+        self._check_objects_and_gates()
+        self._task_spec = _mapping(spec.get('tasks'), f'{self.path}: tasks')
+        self._problem_tasks = self._read_problems()
+        if check_tasks:
+            self.check_tasks()
+
+    # ------------------------------------------------------------------ reading
+    def _read_yaml(self) -> dict:
+        try:
+            data = yaml.safe_load(self.path.read_text())
+        except OSError as error:
+            raise ConfigError(f'cannot read domain file {self.path}: {error.strerror}') \
+                from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f'{self.path}: not valid YAML: {error}') from None
+        data = _mapping(data, str(self.path))
+        unknown = set(data) - FORMAT_KEYS
+        if unknown:
+            raise ConfigError(f'{self.path}: unknown entries {", ".join(sorted(unknown))}; '
+                              f'known: {", ".join(sorted(FORMAT_KEYS))}')
+        return data
+
+    def _read_capabilities(self, spec: dict) -> tuple[CapabilityCatalog, list[dict]]:
+        entries = spec.get('capabilities')
+        if not isinstance(entries, list) or not entries:
+            raise ConfigError(f'{self.path}: capabilities: expected a non-empty list')
+        capabilities, gates = [], []
+        for number, entry in enumerate(entries, 1):
+            where = f'{self.path}: capabilities[{number}]'
+            entry = _mapping(entry, where)
+            name, action = entry.get('name'), entry.get('action')
+            if not isinstance(name, str) or not isinstance(action, str):
+                raise ConfigError(f'{where}: needs a "name" and the "action" it gates')
+            arguments = {str(k).lstrip('?'): str(v) for k, v in
+                         _mapping(entry.get('arguments', {}), f'{where} ({name})').items()}
+            group = ','.join(arguments.values()) or action
+            capabilities.append(Capability(name, action, group,
+                                           str(entry.get('description', ''))))
+            gates.append({'name': name, 'action': action, 'arguments': arguments})
+        partner_types = {}
+        for type_name, entry in _mapping(spec.get('partner_types', {}),
+                                         f'{self.path}: partner_types').items():
+            entry = _mapping(entry, f'{self.path}: partner_types: {type_name}')
+            missing = entry.get('missing', [])
+            known = {c.name for c in capabilities}
+            for capability in _strings(missing, f'{self.path}: partner_types: {type_name}'):
+                if capability not in known:
+                    raise ConfigError(f'{self.path}: partner type {type_name!r} names an '
+                                      f'unknown capability {capability!r}; capabilities: '
+                                      f'{", ".join(sorted(known))}')
+            partner_types[str(type_name)] = PartnerType(
+                str(type_name), str(entry.get('description', '')), tuple(missing))
+        try:
+            return CapabilityCatalog(capabilities, partner_types), gates
+        except ConfigError as error:
+            raise ConfigError(f'{self.path}: {error}') from None
+
+    def _check_objects_and_gates(self) -> None:
+        domain = self._domain_problem
+        for role, name in self.agent_objects.items():
+            if name not in self.all_objects:
+                raise ConfigError(f'{self.path}: agents: {role} object {name!r} is not '
+                                  'listed under objects')
+        schemas = {a.name: a for a in domain.actions}
+        for gate in self._gates:
+            action = schemas.get(gate['action'])
+            if action is None:
+                raise ConfigError(f'{self.path}: capability {gate["name"]!r} gates an unknown '
+                                  f'action {gate["action"]!r}; actions: '
+                                  f'{", ".join(sorted(schemas))}')
+            parameters = {p.name: p for p in action.parameters}
+            for argument, value in gate['arguments'].items():
+                if argument not in parameters:
+                    raise ConfigError(
+                        f'{self.path}: capability {gate["name"]!r}: action '
+                        f'{gate["action"]!r} has no argument {argument!r}; arguments: '
+                        f'{", ".join(parameters)}')
+                allowed = self._objects_of_type(parameters[argument].type.name)
+                if value not in allowed:
+                    raise ConfigError(
+                        f'{self.path}: capability {gate["name"]!r}: {value!r} is not an '
+                        f'object of type {parameters[argument].type.name!r} (argument '
+                        f'{argument!r} of {gate["action"]!r}: {", ".join(allowed)})')
+
+    # -------------------------------------------------------------- PddlModel hooks
+    def _objects_of_type(self, type_name: str) -> tuple[str, ...]:
+        domain = self._domain_problem
+        wanted = {type_name}
+        for user_type in domain.user_types:   # subtypes count as their parents
+            ancestors, father = [], user_type.father
+            while father is not None:
+                ancestors.append(father.name)
+                father = father.father
+            if type_name in ancestors:
+                wanted.add(user_type.name)
+        names: list[str] = []
+        for name in sorted(wanted):
+            names += [o for o in self._objects.get(name, []) if o not in names]
+        if not names and type_name != 'object':
+            raise ConfigError(f'{self.path}: objects: no objects of PDDL type {type_name!r}')
+        return tuple(names)
+
+    def _static_value(self, predicate: str, args: tuple[str, ...]) -> bool:
+        return atom(predicate, *args) in self._static_facts
+
+    def _cost_value(self, fluent: str, args: tuple[str, ...]) -> float:
+        term = atom(fluent, *args)
+        value = self._costs.get(term, self._default_cost)
+        if value is None:
+            raise ConfigError(f'{self.path}: costs: no value for {term} and no default')
+        if not (isinstance(value, (int, float)) and float(value).is_integer()
+                and 1 <= value <= 20):
+            raise ConfigError(f'{self.path}: costs: {term} must be a whole number from 1 '
+                              f'to 20, got {value!r}')
+        return float(value)
+
+    def _schema_gate(self, schema: str, binding: dict[str, str]) -> int | None:
+        found = [index for index, gate in enumerate(self._gates)
+                 if gate['action'] == schema
+                 and all(binding.get(k) == v for k, v in gate['arguments'].items())]
+        if len(found) > 1:
+            names = ', '.join(self._gates[i]['name'] for i in found)
+            raise ConfigError(f'{self.path}: capabilities {names} all gate '
+                              f'({schema} {" ".join(binding.values())}); one action may need '
+                              'one capability')
+        return found[0] if found else None
+
+    def _where(self) -> str:
+        return f'domain {self.name!r} ({self.path})'
+
+    def rebuild_arguments(self) -> tuple:
+        # Absolute: planning workers run in a directory of their own.
+        return (self.path.resolve(), False)
+
+    # ------------------------------------------------------------------- tasks
+    def _read_problems(self) -> list[Task]:
+        files = self._task_spec.get('problems')
+        if files is None:
+            if 'generate' not in self._task_spec:
+                raise ConfigError(f'{self.path}: tasks: give "problems" (PDDL problem files) '
+                                  'or "generate" (templates)')
+            _mapping(self._task_spec['generate'], f'{self.path}: tasks: generate')
+            return []
+        tasks = []
+        for number, name in enumerate(_strings(files, f'{self.path}: tasks: problems'), 1):
+            path = (self.path.parent / name).resolve()
+            try:
+                text = path.read_text()
+            except OSError as error:
+                raise ConfigError(f'{self.path}: tasks: problems[{number}]: cannot read '
+                                  f'{path}: {error.strerror}') from None
+            try:
+                with self._reader_lock:
+                    problem = PDDLReader().parse_problem_string(self._domain_text, text)
+            except Exception as error:  # noqa: BLE001 - the user's PDDL
+                raise ConfigError(f'{path}: cannot read the PDDL problem: '
+                                  f'{type(error).__name__}: {error}') from None
+            tasks.append(self._task_of_problem(problem, path))
+        if not tasks:
+            raise ConfigError(f'{self.path}: tasks: problems is empty')
+        return tasks
+
+    def _task_of_problem(self, problem: Problem, path: Path) -> Task:
+        dynamic = set(self.propositions)
+        initial = set()
+        for fluent, value in problem.explicit_initial_values.items():
+            if not fluent.type.is_bool_type() or not value.is_true():
+                continue
+            text = atom(fluent.fluent().name, *(str(a) for a in fluent.args))
+            if text in dynamic:
+                initial.add(text)
+            elif text not in self._static_facts:
+                raise ConfigError(f'{path}: {text} is neither a fact of the domain nor one of '
+                                  f'the static facts of {self.path}')
+        goals: list = []
+        for goal in problem.goals:
+            goals.extend(goal.args if goal.is_and() else [goal])
+        goal_atoms = set()
+        for goal in goals:
+            if not goal.is_fluent_exp():
+                raise ConfigError(f'{path}: only conjunctions of facts are supported as '
+                                  f'goals, got {goal}')
+            goal_atoms.add(atom(goal.fluent().name, *(str(a) for a in goal.args)))
+        task = Task(pddl_name(path.stem), frozenset(initial), frozenset(goal_atoms))
+        try:
+            self.validate_task(task)
+        except ConfigError as error:
+            raise ConfigError(f'{path}: {error}') from None
+        return task
+
+    def task_generator(self, seed: int):
+        if self._problem_tasks:
+            return ProblemCycle(self._problem_tasks, seed)
+        return TemplateGenerator(self, self._task_spec['generate'], seed)
+
+    def check_tasks(self) -> None:
+        """Plan the first tasks with a fully capable partner: a domain whose tasks the
+        team cannot finish is an error now, not in the middle of an experiment."""
+        tasks = self._problem_tasks or self.task_generator(0).tasks(TASKS_CHECKED)
+        with self.planner() as planner:
+            for task in tasks:
+                try:
+                    planner.plan(task, self.catalog.all_capable())
+                except UnsolvableTaskError:
+                    raise ConfigError(f'{self.path}: task {task.task_id} cannot be reached '
+                                      'even by a fully capable team') from None
+                except CecmError as error:
+                    raise ConfigError(f'{self.path}: task {task.task_id}: {error}') from None
+
+    # ---------------------------------------------------------------- problems
+    def problem_text(self, task: Task) -> str:
+        domain = self._domain_problem
+        objects = ' '.join(f'{" ".join(names)} - {kind}' for kind, names in
+                           sorted(self._objects.items()))
+        metric = self.has_action_costs
+        lines = [f'(define (problem {pddl_name(task.task_id)}) (:domain {domain.name})',
+                 f' (:objects {objects})', ' (:init' + (' (= (total-cost) 0)' if metric else '')]
+        lines += [f'  {a}' for a in sorted(task.initial)]
+        lines += [f'  {fact}' for fact in sorted(self._static_facts)]
+        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()]
+        lines.append(' )')
+        lines.append(' (:goal (and ' + ' '.join(sorted(task.goal)) + '))')
+        lines.append(' (:metric minimize (total-cost)))' if metric else ')')
+        return '\n'.join(lines)
+
+    def conditioned_problem(self, base: Problem, capabilities: np.ndarray) -> Problem:
+        """The induced problem: a partner's action gated by a missing capability gets a
+        precondition no state meets (the search path restricts operators directly)."""
+        from unified_planning.shortcuts import FALSE, Equals, Not, Or
+
+        capabilities = self.catalog.check_vector(capabilities)
+        problem = base.clone()
+        partner = problem.object(self.agent_objects[HUMAN])
+        for index in np.flatnonzero(~capabilities):
+            gate = self._gates[index]
+            action = problem.action(gate['action'])
+            parameters = {p.name: p for p in action.parameters}
+            actor = next(p for p in action.parameters
+                         if p.type.name in _type_and_ancestors(partner.type))
+            escape = [Not(Equals(actor, partner))]
+            escape += [Not(Equals(parameters[k], problem.object(v)))
+                       for k, v in gate['arguments'].items()]
+            action.add_precondition(Or(*escape) if escape else FALSE())
+        return problem
+
+    def describe(self) -> str:
+        return f'{self.name} ({self.path})'
+
+
+def _type_and_ancestors(kind) -> set[str]:
+    names = set()
+    while kind is not None:
+        names.add(kind.name)
+        kind = kind.father
+    return names
+
+
+class ProblemCycle:
+    """The domain's problem files in a seeded order, reshuffled after each round."""
+
+    def __init__(self, tasks: Sequence[Task], seed: int):
+        self.tasks_pool = list(tasks)
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self._order: list[int] = []
+        self._count = 0
+
+    def next_task(self) -> Task:
+        if not self._order:
+            self._order = list(self.rng.permutation(len(self.tasks_pool)))
+        self._count += 1
+        task = self.tasks_pool[self._order.pop(0)]
+        return Task(f'{task.task_id}-{self.seed}-{self._count}', task.initial, task.goal)
+
+    def tasks(self, count: int) -> list[Task]:
+        return [self.next_task() for _ in range(count)]
+
+
+class TemplateGenerator:
+    """Tasks drawn from initial-state and goal templates with ``numpy``'s PCG64.
+
+    An entry of ``initial`` or ``goal`` is a fact, ``{one_of: [facts]}`` (one of them),
+    or ``{some_of: [facts], count: [low, high]}`` (that many distinct ones); with
+    ``for_each: {name: type}`` the entry is repeated for every object of the type,
+    ``{name}`` in its facts replaced by the object. Goals that already hold are drawn
+    again.
+    """
+
+    def __init__(self, domain: FileDomain, spec: dict, seed: int):
+        self.domain = domain
+        self.where = f'{domain.path}: tasks: generate'
+        self.initial = self._entries(spec.get('initial'), 'initial')
+        self.goal = self._entries(spec.get('goal'), 'goal')
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self._count = 0
+
+    def _entries(self, value: Any, part: str) -> list:
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f'{self.where}: {part}: expected a non-empty list')
+        return value
+
+    def _expand(self, entries: list, part: str) -> set[str]:
+        facts: set[str] = set()
+        for number, entry in enumerate(entries, 1):
+            where = f'{self.where}: {part}[{number}]'
+            if isinstance(entry, str):
+                facts.add(self._fact(entry, where))
+                continue
+            entry = _mapping(entry, where)
+            loops = _mapping(entry.get('for_each', {}), f'{where}: for_each')
+            names = list(loops)
+            choices = [self.domain._objects_of_type(str(loops[n])) for n in names]
+            for values in itertools.product(*choices) if names else [()]:
+                bound = dict(zip(names, values))
+                facts |= self._choose(entry, bound, where)
+        return facts
+
+    def _choose(self, entry: dict, bound: dict, where: str) -> set[str]:
+        def fill(text: str) -> str:
+            try:
+                return self._fact(text.format(**bound), where)
+            except (KeyError, IndexError) as error:
+                raise ConfigError(f'{where}: {text!r} names {error} that for_each does not '
+                                  'bind') from None
+        if 'one_of' in entry:
+            options = _strings(entry['one_of'], f'{where}: one_of')
+            return {fill(options[int(self.rng.integers(len(options)))])}
+        if 'some_of' in entry:
+            options = _strings(entry['some_of'], f'{where}: some_of')
+            count = entry.get('count', [1, len(options)])
+            if (not isinstance(count, list) or len(count) != 2
+                    or not 0 <= count[0] <= count[1] <= len(options)):
+                raise ConfigError(f'{where}: count must be [low, high] within 0-{len(options)}')
+            size = int(self.rng.integers(count[0], count[1] + 1))
+            picked = self.rng.choice(len(options), size=size, replace=False)
+            return {fill(options[int(i)]) for i in sorted(picked)}
+        if 'fact' in entry:
+            return {fill(str(entry['fact']))}
+        raise ConfigError(f'{where}: an entry is a fact, one_of, some_of or fact (with '
+                          'for_each)')
+
+    def _fact(self, text: str, where: str) -> str:
+        fact = atom(*split_atom(text))
+        if fact not in self.domain._prop_index:
+            raise ConfigError(f'{where}: {fact} is not a fact of the domain')
+        return fact
+
+    def next_task(self) -> Task:
+        self._count += 1
+        for _ in range(1000):
+            initial = self._expand(self.initial, 'initial')
+            goal = self._expand(self.goal, 'goal')
+            if goal and not goal <= initial:
+                task = Task(f'task-{self.seed}-{self._count}', frozenset(initial),
+                            frozenset(goal))
+                self.domain.validate_task(task)
+                return task
+        raise ConfigError(f'{self.where}: 1000 draws gave only goals that already hold')
+
+    def tasks(self, count: int) -> list[Task]:
+        return [self.next_task() for _ in range(count)]

@@ -1,0 +1,193 @@
+"""The TidyUP domain: the PDDL domain grounded for one household."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from unified_planning.model import Problem
+
+from cecm_ros.core.capabilities import CapabilityCatalog
+from cecm_ros.core.domain import AGENTS, HUMAN, NOOP, ROBOT, Task
+from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.resources import config_path, pddl_path
+from cecm_ros.domains.pddl.model import (
+    ACTION_UNIT,
+    CAPABILITY_PREFIX,
+    COST_SCALE,
+    MAX_EXACT_PLAN_LENGTH,
+    TIE_WEIGHTS,
+    GroundAction,
+    PddlModel,
+    atom,
+    pddl_name,
+    planner_cost,
+    split_atom,
+)
+
+from .household import Household
+
+DOMAIN_FILE = 'tidyup_domain.pddl'
+DEFAULT_CAPABILITIES = 'capabilities.yaml'
+
+
+def default_catalog() -> CapabilityCatalog:
+    """TidyUP's capabilities and partner types (config/capabilities.yaml)."""
+    return CapabilityCatalog.from_yaml(config_path(DEFAULT_CAPABILITIES))
+
+
+class TidyUpModel(PddlModel):
+    """The household, its capabilities and the grounded PDDL domain."""
+
+    name = 'tidyup'
+    # Put things down and wash them before picking the next one up, and finish in a room
+    # before leaving it: the order a plan's actions are tried in when it is re-ordered
+    # canonically (cecm_ros.domains.pddl.planner.canonical_order).
+    schema_rank = {'place': 0, 'wash': 1, 'pick': 2, 'move': 3}
+    static_impossibility = 'impossible in this household (e.g. no sink there)'
+
+    def __init__(self, household: Household | None = None,
+                 catalog: CapabilityCatalog | None = None,
+                 domain_file: str | Path | None = None):
+        self.household = household or Household.from_yaml()
+        super().__init__(Path(domain_file) if domain_file else pddl_path(DOMAIN_FILE),
+                         catalog or default_catalog())
+
+    def _where(self) -> str:
+        return f'household {self.household.name!r}'
+
+    def rebuild_arguments(self) -> tuple:
+        return (self.household, self.catalog, self.domain_file)
+
+    def _objects_of_type(self, type_name: str) -> tuple[str, ...]:
+        objects = {'agent': AGENTS, 'room': self.household.rooms,
+                   'item': self.household.item_names}
+        try:
+            return objects[type_name]
+        except KeyError:
+            raise ConfigError(f'PDDL type {type_name!r} is not supported by the household') \
+                from None
+
+    def _static_value(self, predicate: str, args: tuple[str, ...]) -> bool:
+        if predicate == 'has-sink':
+            return args[0] in self.household.sinks
+        if predicate == 'connected':
+            return self.household.connected(*args)
+        raise ConfigError(f'static predicate {predicate!r} of the domain has no household data')
+
+    def _cost_value(self, fluent: str, args: tuple[str, ...]) -> float:
+        if fluent == 'move-cost':
+            return self.household.move_cost[args[0]]
+        if fluent == 'handling-cost':
+            return self.household.item(args[1]).cost[args[0]]
+        raise ConfigError(f'cost function {fluent!r} of the domain has no household data')
+
+    def validate_task(self, task: Task) -> None:
+        """Check that the start state is a consistent household state and goals exist."""
+        state = self.state_from_atoms(task.initial)
+        self.state_from_atoms(task.goal)
+        atoms = set(self.atoms_of(state))
+        for agent in AGENTS:
+            rooms = [r for r in self.household.rooms if atom('agent-at', agent, r) in atoms]
+            if len(rooms) != 1:
+                raise ConfigError(f'task {task.task_id}: {agent} must be in exactly one room, '
+                                  f'found {rooms or "none"}')
+            held = [i for i in self.household.item_names if atom('holding', agent, i) in atoms]
+            free = atom('hand-free', agent) in atoms
+            if len(held) > 1 or free == bool(held):
+                raise ConfigError(f'task {task.task_id}: {agent} must either hold one item '
+                                  'or have a free hand')
+        for item in self.household.item_names:
+            places = [r for r in self.household.rooms if atom('item-at', item, r) in atoms]
+            holders = [a for a in AGENTS if atom('holding', a, item) in atoms]
+            if len(places) + len(holders) != 1:
+                raise ConfigError(f'task {task.task_id}: item {item} must be in exactly one '
+                                  'place (a room or a hand)')
+            if (atom('dirty', item) in atoms) == (atom('clean', item) in atoms):
+                raise ConfigError(f'task {task.task_id}: item {item} must be dirty or clean')
+        if not task.goal:
+            raise ConfigError(f'task {task.task_id} has an empty goal')
+
+    def problem_text(self, task: Task) -> str:
+        """The PDDL problem of a task with a fully capable human (not validated)."""
+        house = self.household
+        lines = [f'(define (problem {pddl_name(task.task_id)}) (:domain tidyup)',
+                 ' (:objects ' + ' '.join(AGENTS) + ' - agent '
+                 + ' '.join(house.rooms) + ' - room ' + ' '.join(house.item_names) + ' - item)',
+                 ' (:init (= (total-cost) 0)']
+        lines += [f'  {a}' for a in sorted(task.initial)]
+        lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
+        lines += [f'  {atom("connected", here, there)}' for here in house.rooms
+                  for there in house.rooms if house.connected(here, there)]
+        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()]
+        for agent in AGENTS:
+            # Everyone starts capable; the planner clones and switches human facts off.
+            for predicate in self._capability_predicates:
+                lines += [f'  {atom(predicate, agent, room)}' for room in house.rooms]
+        lines.append(' )')
+        lines.append(' (:goal (and ' + ' '.join(sorted(task.goal)) + '))')
+        lines.append(' (:metric minimize (total-cost)))')
+        return '\n'.join(lines)
+
+    @cached_property
+    def _capability_predicates(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self._domain_problem.fluents
+                     if f.name.startswith(CAPABILITY_PREFIX))
+
+    def conditioned_problem(self, base: Problem, capabilities: np.ndarray) -> Problem:
+        """The induced problem: the human's gated actions need the capability."""
+        capabilities = self.catalog.check_vector(capabilities)
+        problem = base.clone()
+        human = problem.object(HUMAN)
+        for index in np.flatnonzero(~capabilities):
+            capability = self.catalog.capabilities[index]
+            if capability.room not in self.household.rooms:
+                continue  # a room this household does not have: inert
+            predicate = CAPABILITY_PREFIX + capability.action
+            if not problem.has_fluent(predicate):
+                raise ConfigError(
+                    f'capability {capability.name!r} gates action {capability.action!r}, '
+                    f'which the PDDL domain does not have')
+            fluent = problem.fluent(predicate)
+            problem.set_initial_value(fluent(human, problem.object(capability.room)), False)
+        return problem
+
+    def task_generator(self, seed: int):
+        from .tasks import TaskGenerator
+
+        return TaskGenerator(self, seed)
+
+    def render_data(self, state: int) -> dict:
+        """Rooms, who stands where, what lies where and who holds what."""
+        facts = self.atoms_of(state)
+        parts = [split_atom(f) for f in facts]
+        return {
+            'facts': facts, 'features': [],
+            'rooms': list(self.household.rooms),
+            'agents': {p[1]: p[2] for p in parts if p[0] == 'agent-at'},
+            'items': {p[1]: p[2] for p in parts if p[0] == 'item-at'},
+            'holding': {p[1]: p[2] for p in parts if p[0] == 'holding'},
+            'dirty': sorted(p[1] for p in parts if p[0] == 'dirty'),
+        }
+
+    def panel_layout(self) -> dict:
+        """The household drawing: rooms, doors, sinks and items."""
+        house = self.household
+        return {
+            'renderer': 'household', 'household': house.name, 'rooms': list(house.rooms),
+            'phrases': {'move': 'go to {the}{2}', 'pick': 'pick up {the}{1}',
+                        'place': 'put {the}{1} down', 'wash': 'wash {the}{1}'},
+            'doors': [list(door) for door in house.doors] if house.doors is not None else None,
+            'sinks': list(house.sinks),
+            'items': [{'name': item.name, 'washable': item.washable,
+                       'goal_rooms': list(item.goal_rooms)} for item in house.items],
+        }
+
+    def describe(self) -> str:
+        return f'tidyup (household {self.household.name!r})'
+
+
+__all__ = ['ACTION_UNIT', 'AGENTS', 'COST_SCALE', 'HUMAN', 'MAX_EXACT_PLAN_LENGTH', 'NOOP',
+           'ROBOT', 'TIE_WEIGHTS', 'GroundAction', 'Task', 'TidyUpModel', 'atom',
+           'default_catalog', 'planner_cost', 'split_atom']
