@@ -70,7 +70,7 @@ ARGUMENTS = {
     'partner_id': ('', "Whose profile the estimator keeps and resumes; '' = params_file "
                        '(partner)'),
     'store_path': ('', "The partner store (SQLite); 'memory' = kept in memory only; '' = "
-                       'params_file (~/.ros/cecm_ros/partners.sqlite)'),
+                       'params_file (~/.ros/cecm_ros/partners-{domain}.sqlite)'),
     'journal_dir': ('', "Where session journals go; 'none' = no journal; '' = params_file "
                         '(~/.ros/cecm_ros/sessions)'),
     'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "

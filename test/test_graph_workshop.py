@@ -44,7 +44,8 @@ def session(tmp_path_factory):
     work = tmp_path_factory.mktemp('workshop')
     client = RosClient('cecm_workshop_test')
     processes = NodeProcesses(executables, params, ros_domain.env, work)
-    state = {'requests': [], 'states': [], 'beliefs': [], 'processes': processes}
+    state = {'requests': [], 'states': [], 'beliefs': [], 'processes': processes,
+             'work': work}
     client.collect(TaskRequest, 'task/request', LATCHED, state['requests'])
     client.collect(TeamState, 'team_state', EVENTS, state['states'])
     client.collect(CapabilityBelief, 'capability_belief', LATCHED, state['beliefs'])
@@ -54,7 +55,7 @@ def session(tmp_path_factory):
         for node in NODES:
             overrides = {
                 'capability_estimator': {'samples': 40,
-                                         'store_path': str(work / 'partners.sqlite')},
+                                         'store_path': str(work / 'partners-{domain}.sqlite')},
                 'household_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER},
                 'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'heldout_tasks': 4,
@@ -85,6 +86,8 @@ def test_the_session_of_the_workshop_completes(session):
     assert summary['domain'].startswith('workshop')
     assert len(summary['capabilities']) == 11
     assert [row['task'] for row in summary['per_task']] == [1, 2]
+    # One partner store per domain: '{domain}' in store_path is the domain's name.
+    assert (session['work'] / 'partners-workshop.sqlite').is_file()
 
 
 def test_messages_name_the_domain_and_carry_its_facts(session):

@@ -109,7 +109,8 @@ class CapabilityEstimator(CecmNode):
                      check=not_empty)
         self.declare('store_path', '',
                      "Partner store (SQLite) that keeps every partner's belief and task log; "
-                     "'~' is expanded; '' or 'memory' = in memory only (lost at exit)")
+                     "'~' is expanded, '{domain}' becomes the domain's name (a store per "
+                     "domain); '' or 'memory' = in memory only (lost at exit)")
         self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
                      low=1, high=64)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
@@ -133,7 +134,8 @@ class CapabilityEstimator(CecmNode):
         path = self.param('store_path').strip()
         if path in ('', MEMORY):
             path = ''
-        self.store = PartnerStore(_expand(path) if path else ':memory:')
+        self.store = PartnerStore(
+            _expand(path).replace('{domain}', self.model.name) if path else ':memory:')
         self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
                                     workers=self.param('planner_workers'))
         self.evaluator = evaluator_for(self.method, self.planner)
