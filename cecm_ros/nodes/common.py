@@ -280,9 +280,10 @@ class CecmNode(LifecycleNode):
 
     def load_model(self) -> Domain:
         """The domain of ``domain``, with TidyUP's ``household_file`` and
-        ``capabilities_file`` ('' = the package's files)."""
-        return model_from_files(self.param('household_file'), self.param('capabilities_file'),
-                                self.param('domain'))
+        ``capabilities_file`` ('' = the package's files): the one the parameter checks
+        loaded already, so a node grounds (and a domain file is checked) once."""
+        return domain_of(self.param('domain'), self.param('household_file'),
+                         self.param('capabilities_file'))
 
     def declare_model_parameters(self) -> None:
         self.declare('household_file', '',

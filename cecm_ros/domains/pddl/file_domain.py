@@ -75,9 +75,7 @@ class FileDomain(PddlModel):
         self._costs = {atom(*split_atom(k)): v for k, v in costs.items() if k != 'default'}
         order = _strings(spec.get('schema_order', []), f'{self.path}: schema_order')
         self.schema_rank = {schema: rank for rank, schema in enumerate(order)}
-        self._check_tasks = check_tasks
         catalog, self._gates = self._read_capabilities(spec)
-        self._pddl_text_for_errors = pddl_file
         try:
             super().__init__(pddl_file, catalog, roles)
         except ConfigError as error:
