@@ -31,7 +31,9 @@ ifneq ($(filter environment%,$(origin DOMAIN)),)
 DOMAIN := tidyup
 endif
 DOMAIN ?= tidyup
-PARTNER ?= low_capability
+# The true partner type: one of the domain's (TidyUP low_capability, Overcooked type_2,
+# who cannot chop or deliver).
+PARTNER ?= $(if $(filter overcooked,$(DOMAIN)),type_2,low_capability)
 # WEB=1: the browser correction panel; a person answers the robot (3 tasks by default).
 WEB ?=
 WEB_ON := $(filter 1 true yes on,$(WEB))

@@ -7,6 +7,7 @@
   cecm experiment            the paper's estimation-planning loop over seeded runs
   cecm bench                 time one CE-CM update naively and with shared plans
   cecm estimate              re-estimate a partner offline from a recording or a task log
+  cecm cache info|clear      the plans kept on disk (the plan store)
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ from .core.inference import UNDECIDED_RULES
 
 
 def _model(args):
-    """The domain ``--domain`` names, with TidyUP's household and catalogue options."""
+    """The domain ``--domain`` names, with TidyUP's household and catalogue options; a
+    ``--partner`` left open becomes the domain's default partner."""
     from .domains import load_domain
 
-    return load_domain(args.domain, household=args.household,
-                       capabilities=args.capabilities_file)
+    model = load_domain(args.domain, household=args.household,
+                        capabilities=args.capabilities_file)
+    if getattr(args, 'partner', False) is None:
+        args.partner = model.default_partner()
+    return model
 
 
 def _partner_spec(args) -> str:
@@ -51,8 +56,9 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument('--partner', default=default,
-                       help=f'named partner type (default: {default})')
+    group.add_argument('--partner',
+                       help=f'named partner type (default: the domain\'s; TidyUP {default}, '
+                            'Overcooked type_2)')
     group.add_argument('--capabilities', metavar='SPEC',
                        help='partner vector as name=0,name=1,... over all ones')
 
@@ -69,8 +75,9 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                              f'{defaults.samples})')
     parser.add_argument('--prior', type=float,
                         help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
-    parser.add_argument('--epsilon', type=float, default=defaults.epsilon,
-                        help=f'acceptance threshold (default: {defaults.epsilon})')
+    parser.add_argument('--epsilon', type=float,
+                        help=f'acceptance threshold (default: the domain\'s; TidyUP '
+                             f'{defaults.epsilon}, Overcooked 0.03)')
     parser.add_argument('--psi', type=float, default=defaults.psi,
                         help=f'estimate threshold on theta (default: {defaults.psi})')
     parser.add_argument('--undecided', choices=UNDECIDED_RULES,
@@ -99,8 +106,10 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                                  '(default: off)')
 
 
-def _estimator_settings(args) -> EstimatorSettings:
-    overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': args.epsilon,
+def _estimator_settings(args, model=None) -> EstimatorSettings:
+    epsilon = args.epsilon if args.epsilon is not None else \
+        getattr(model, 'default_epsilon', None)
+    overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': epsilon,
                  'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
                  'coupling': args.coupling, 'alike_rooms': args.alike_rooms,
                  'proposal': args.proposal, 'decay': args.decay}
@@ -122,6 +131,26 @@ def _add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> N
 
 
 # ------------------------------------------------------------------------ commands
+def cmd_cache(args) -> int:
+    from .core.plan_store import PlanStore, default_store_path
+
+    path = Path(args.path) if args.path else default_store_path()
+    if args.action == 'clear':
+        if not path.exists():
+            print(f'no plan store at {path}')
+            return 0
+        removed = PlanStore(path).clear()
+        print(f'removed {removed} plans from {path}')
+        return 0
+    if not path.exists():
+        print(f'no plan store at {path} yet')
+        return 0
+    info = PlanStore(path).info()
+    print(f'plan store: {info["path"]}\nplans: {info["plans"]} (at most '
+          f'{info["max_entries"]})\nsize: {info["bytes"] / 1e6:.1f} MB')
+    return 0
+
+
 def cmd_domains(args) -> int:
     from .domains import available_domains
 
@@ -216,9 +245,10 @@ def cmd_experiment(args) -> int:
     model = _model(args)
     base = ExperimentSettings(
         partner=_partner_spec(args), method=methods[0], runs=args.runs, tasks=args.tasks,
-        seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args),
+        seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args, model),
         switch_partner=args.switch_partner, switch_after=args.switch_after,
         forgo_probability=args.forgo_probability, task_choice=args.task_choice,
+        partner_search=args.partner_search,
         candidates=args.candidates, heldout=args.heldout)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
@@ -246,7 +276,8 @@ def _print_table(summaries: dict) -> None:
     columns = [('hamming', 'hamming', '.3f'), ('hamming_identifiable', 'ham-ident', '.3f'),
                ('heldout_agreement', 'held-out', '.3f'), ('correction_ratio', 'corrected', '.3f'),
                ('iou', 'iou', '.3f'), ('decided', 'decided', '.1f'),
-               ('wrong_known', 'wrong-known', '.2f'), ('accepted_samples', 'accepted', '.1f')]
+               ('wrong_known', 'wrong-known', '.2f'), ('accepted_samples', 'accepted', '.1f'),
+               ('heldout_feasible', 'feasible', '.3f')]
     print(f'{"method":<12}{"task":>5}' + ''.join(f'{label:>12}' for _, label, _ in columns))
     for method, summary in summaries.items():
         for row in summary['per_task']:
@@ -258,7 +289,16 @@ def _print_table(summaries: dict) -> None:
 def cmd_bench(args) -> int:
     from .core.bench import run_posterior_benchmark, run_update_benchmark
 
-    if args.updates:
+    model = _model(args)
+    if model.task_universe() and not args.updates:
+        from .core.bench import run_universe_benchmark
+
+        result = run_universe_benchmark(
+            model, _partner_spec(args), samples=args.samples, seed=args.seed, jobs=args.jobs,
+            runs=args.runs, store_path=args.plan_store,
+            progress=None if args.json else
+            (lambda line: print(f'[cecm bench] {line}', file=sys.stderr, flush=True)))
+    elif args.updates:
         result = run_posterior_benchmark(_model(args), _partner_spec(args),
                                          samples=args.samples, seed=args.seed, jobs=args.jobs,
                                          tasks=args.tasks, check_pairs=args.check_pairs)
@@ -323,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = commands.add_parser('domains', help='list the domains this installation knows')
     sub.set_defaults(func=cmd_domains)
 
+    sub = commands.add_parser('cache', help='the plans kept on disk: where, how many; or '
+                                            'clear them')
+    sub.add_argument('action', choices=('info', 'clear'))
+    sub.add_argument('--path', help='the plan store (default: $CECM_CACHE_DIR, else '
+                                    '$XDG_CACHE_HOME/cecm_ros, else ~/.cache/cecm_ros; '
+                                    'plans.sqlite there)')
+    sub.set_defaults(func=cmd_cache)
+
     sub = commands.add_parser('capabilities', help='list capabilities and partner types')
     _add_model_options(sub)
     sub.set_defaults(func=cmd_capabilities)
@@ -374,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--forgo-probability', type=float, default=0.0, metavar='P',
                      help='chance per task that the simulated partner declines one of its '
                           'capabilities (a not quite optimal partner) (default: 0)')
+    sub.add_argument('--partner-search', choices=('shared', 'independent'),
+                     default='shared',
+                     help="'independent': the simulated partner plans with a seed of its "
+                          "own per run (Overcooked's MCTS: a search of its own, whose plan "
+                          "may be another of several equally good ones); 'shared': with "
+                          'the robot\'s planner (default: %(default)s)')
     sub.add_argument('--compare', metavar='M1,M2,...',
                      help='run these methods on the same seeds and plot them together')
     sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')
@@ -405,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
                           '--check-pairs of its decisions with the naive evaluator')
     sub.add_argument('--check-pairs', type=int, default=40, metavar='N',
                      help='with --updates: decisions re-checked naively (default: 40)')
+    sub.add_argument('--runs', type=int, default=20,
+                     help='a domain with few tasks (Overcooked): runs of the experiment '
+                          'timed after every vector is planned on every task (default: 20)')
+    sub.add_argument('--plan-store', metavar='PATH',
+                     help='a domain with few tasks: the plan store to fill (default: a new '
+                          'one in a temporary folder, so the plans are timed cold)')
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
 

@@ -366,9 +366,11 @@ def run_graph_demo(args) -> int:
     shutil.rmtree(out / 'journal', ignore_errors=True)
     started = time.perf_counter()
     try:
-        spec = args.capabilities or args.partner
         domain = load_domain(args.domain, household=args.household,
                              capabilities=args.capabilities_file)
+        if args.partner is None:
+            args.partner = domain.default_partner()
+        spec = args.capabilities or args.partner
         domain.catalog.resolve(spec)  # fail early
         if getattr(args, 'web', False) and args.web_token is None:
             args.web_token = secrets.token_urlsafe(12)   # other local users stay out

@@ -10,10 +10,12 @@ partner leaves the answers to that person.
 
 Parameters come from ``params_file`` (default: the package's config/tidyup_sim.yaml);
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
-override it when given (empty = keep the file's value). The lifecycle manager
-configures and activates the nodes in order; the task manager then runs the session.
-When the task manager exits (exit_when_done:=true) the whole launch shuts down. A node
-process that dies is respawned, and the lifecycle manager brings it back to active.
+override it when given (empty = keep the file's value); ``domain:=overcooked`` without
+``partner:=`` takes Overcooked's ``type_2`` (the file's partner is a TidyUP type). The
+lifecycle manager configures and activates the nodes in order; the task manager then
+runs the session. When the task manager exits (exit_when_done:=true) the whole launch
+shuts down. A node process that dies is respawned, and the lifecycle manager brings it
+back to active.
 With record:=true a session_recorder records every topic into an MCAP file
 (record_path, default ~/.ros/cecm_ros/recordings/).
 """
@@ -42,6 +44,9 @@ WEB_PANEL = 'web_panel'
 PERSON_WINDOW_S = 30.0   # with web:=true: seconds a person gets to answer each intent
 
 RESPAWN_DELAY_S = 1.0
+# The partner of a built-in domain whose partner types do not include the parameters
+# file's (TidyUP's low_capability), when partner:= is not given (as `make demo`).
+DOMAIN_PARTNERS = {'overcooked': 'type_2'}
 
 ARGUMENTS = {
     'params_file': (os.path.join(get_package_share_directory(PACKAGE), 'config',
@@ -50,7 +55,8 @@ ARGUMENTS = {
     'domain': ('', "The domain of every node: a registered name (cecm domains) or a domain "
                    "file; '' = params_file (tidyup)"),
     'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
-                    "(household_sim, simulated_human, task_manager); '' = params_file"),
+                    "(household_sim, simulated_human, task_manager); '' = params_file "
+                    '(domain:=overcooked: type_2)'),
     'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
     'seed': ('', "Seed of the task generator and of CE-CM's sampling; '' = params_file (0)"),
     'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
@@ -133,6 +139,10 @@ def _overrides(context) -> dict[str, dict]:
         if text:
             for node in nodes:
                 per_node[node][web_names.get(argument, argument)] = typed(text, kind)
+    partner = DOMAIN_PARTNERS.get(value('domain'))
+    if partner and not value('partner'):
+        for node in wiring['partner'][1]:
+            per_node[node]['partner'] = partner
     if _web(context):
         if not value('correction_window_s'):
             per_node['executor']['correction_window_s'] = PERSON_WINDOW_S

@@ -9,7 +9,7 @@ ROW = TaskResult(run=0, task_index=0, task_id='a', hamming=0.4, hamming_active=0
                  correction_ratio=0.2, iou=0.5, infeasible_assigned=1, accepted_samples=9,
                  corrections=2, robot_decisions=10, goal_reached=True, estimate='1' * 20,
                  truth='0' * 20, theta=' '.join(['0.8'] * 20), update_message='',
-                 heldout_agreement=1.0, hamming_identifiable=0.0)
+                 heldout_agreement=1.0, hamming_identifiable=0.0, heldout_feasible=1.0)
 
 
 def test_a_journal_read_back_says_which_positions_finished_failed_or_were_cut_short(tmp_path):

@@ -15,12 +15,13 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from .domain import Domain
 from .estimator import CapabilityBelief, CecmEstimator, EstimatorSettings, make_estimator
-from .hypotheses import NaiveEvaluator, SharedPlanEvaluator
+from .hypotheses import NaiveEvaluator, SharedPlanEvaluator, evaluator_for
 
 
 def _peak_rss_mb() -> float:
@@ -180,3 +181,79 @@ def _estimate(model, settings, accepted: np.ndarray) -> np.ndarray:
                               accepted_task=np.zeros(len(accepted), dtype=np.int64),
                               tasks_seen=1)
     return belief.estimate
+
+
+def run_universe_benchmark(model: Domain, partner: str, samples: int = 500, seed: int = 0,
+                           jobs: int = 2, runs: int = 20, tasks: int = 5,
+                           store_path: str | None = None,
+                           progress: Callable[[str], None] | None = None) -> dict:
+    """A domain with few tasks and capabilities (Overcooked): the plans of every vector on
+    every task, then a ``runs``-run experiment and one update of ``samples`` samples on
+    those plans.
+
+    Plans go to the plan store at ``store_path`` (a new one in a temporary folder by
+    default, so the first figure is the cold cost); the experiment and the update then
+    plan only what the store lacks (replans from states mid-task).
+    """
+    import itertools
+    import tempfile
+
+    from .experiment import ExperimentSettings, run_experiment
+
+    universe = model.task_universe()
+    if not universe:
+        raise ValueError(f'{model.name} has no finite set of tasks to precompute')
+    size = len(model.catalog)
+    if size > 16:
+        raise ValueError(f'{size} capabilities are too many to plan every vector')
+    vectors = np.array(list(itertools.product([False, True], repeat=size)), dtype=bool)
+    say = progress or (lambda line: None)
+    with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
+        store = store_path or str(Path(scratch) / 'plans.sqlite')
+        per_task = []
+        with model.planner(workers=jobs, plan_cache=store) as planner:
+            started = time.perf_counter()
+            for task in universe:
+                calls, begun = planner.calls, time.perf_counter()
+                plans = planner.plan_many(task, vectors)
+                reached = sum(model.goal_reached(task, p.trajectory[-1]) for p in plans)
+                per_task.append({'task': task.task_id,
+                                 'seconds': round(time.perf_counter() - begun, 2),
+                                 'plans_made': planner.calls - calls,
+                                 'vectors_reaching_goal': int(reached)})
+                say(f'{task.task_id}: {per_task[-1]["seconds"]} s, '
+                    f'{per_task[-1]["plans_made"]} plans made, {reached} of {len(vectors)} '
+                    'vectors reach the goal')
+            all_plans_s = time.perf_counter() - started
+            estimator = EstimatorSettings(samples=samples,
+                                          epsilon=model.default_epsilon or
+                                          EstimatorSettings().epsilon)
+            settings = ExperimentSettings(partner=partner, method='cecm', runs=runs,
+                                          tasks=min(tasks, len(universe)), seed=seed,
+                                          jobs=jobs, estimator=estimator, heldout=0)
+            calls = planner.calls
+            began = time.perf_counter()
+            summary = run_experiment(settings, model, quiet=True, planner=planner)
+            experiment_s = time.perf_counter() - began
+            experiment_calls = planner.calls - calls
+            say(f'{runs}-run experiment: {experiment_s:.1f} s, {experiment_calls} plans made')
+            truth = model.catalog.resolve(partner)
+            task = universe[0]
+            observed = planner.plan(task, truth).trajectory
+            update = make_estimator('cecm', model, evaluator_for('cecm', planner), estimator,
+                                    seed)
+            began = time.perf_counter()
+            update.update(task, observed)
+            update_s = time.perf_counter() - began
+    final = summary['per_task'][-1]
+    return {
+        'domain': model.describe(), 'partner': partner, 'samples': samples, 'jobs': jobs,
+        'vectors': len(vectors), 'tasks_in_universe': len(universe),
+        'all_plans_s': round(all_plans_s, 1),
+        'plans_made': sum(t['plans_made'] for t in per_task),
+        'experiment_runs': runs, 'experiment_s': round(experiment_s, 1),
+        'experiment_plans_made': experiment_calls,
+        'experiment_final_hamming': round(final['hamming']['mean'], 4),
+        'update_s': round(update_s, 3),
+        'peak_rss_mb': _peak_rss_mb(), 'per_task': per_task,
+    }

@@ -164,6 +164,11 @@ class Planner(ABC):
         (:class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
         return None
 
+    def with_seed(self, seed: int) -> Planner | None:
+        """A planner like this one whose own random choices take ``seed`` (another search
+        among equally good plans), or None for a planner without a seed (the default)."""
+        return None
+
     def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
         """The (vector, plan) pairs already known for ``task`` (none by default)."""
         return []
@@ -191,6 +196,9 @@ class Domain(ABC, Generic[StateT]):
 
     name: str = ''
     catalog: CapabilityCatalog
+    # The acceptance threshold suited to this domain's distance (None: the estimator's
+    # default, which suits a Jaccard distance over sets of atoms).
+    default_epsilon: float | None = None
 
     # ------------------------------------------------------------ capabilities
     @property
@@ -333,6 +341,24 @@ class Domain(ABC, Generic[StateT]):
         """The straightforward planner benchmarks compare with: one full planning call
         per vector, on one core, nothing remembered."""
         return self.planner(workers=1)
+
+    def default_partner(self) -> str:
+        """The partner type a command runs with when none is named: ``low_capability``
+        when the domain has it, else its first partner type (else a capable one)."""
+        types = list(self.catalog.partner_types)
+        if 'low_capability' in types:
+            return 'low_capability'
+        return types[0] if types else 'all'
+
+    def task_universe(self) -> list[Task] | None:
+        """All of this domain's tasks when they are few (Overcooked: 9), else None. An
+        experiment then holds out the tasks its runs do not learn on."""
+        return None
+
+    def baseline_planner(self, **options: Any) -> Planner | None:
+        """The planner of the optimistic baseline when it is not this domain's planner
+        under a fully capable partner (Overcooked: a Q-policy); None by default."""
+        return None
 
     def describe(self) -> str:
         return self.name

@@ -157,9 +157,9 @@ class EstimatorSettings:
 
 # The estimator node's parameters that make up its settings, and their defaults there:
 # -1 (window) and '' (proposal) leave the value to the inference preset, 0 turns window
-# and decay off.
+# and decay off, 0 (epsilon) is the domain's threshold.
 NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samples,
-                   'prior': EstimatorSettings().prior, 'epsilon': EstimatorSettings().epsilon,
+                   'prior': EstimatorSettings().prior, 'epsilon': 0.0,
                    'psi': EstimatorSettings().psi, 'undecided': EstimatorSettings().undecided,
                    'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
                    'alike_rooms': EstimatorSettings().alike_rooms,
@@ -167,9 +167,13 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
                    'proposal_floor': EstimatorSettings().proposal_floor}
 
 
-def settings_from_parameters(values: dict) -> EstimatorSettings:
-    """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning)."""
+def settings_from_parameters(values: dict, default_epsilon: float | None = None
+                             ) -> EstimatorSettings:
+    """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning);
+    an epsilon of 0 is the domain's ``default_epsilon`` (else the settings' default)."""
     values = {**NODE_PARAMETERS, **values}
+    if not values['epsilon']:
+        values['epsilon'] = default_epsilon or EstimatorSettings().epsilon
     window = values['window']
     settings = EstimatorSettings.preset(
         values['inference'], samples=values['samples'], prior=values['prior'],
@@ -387,10 +391,12 @@ class CapabilityBelief:
 
 
 def plain_state(state):
-    """A state as plain Python values: an int (a bitmask of facts) or a tuple of numbers."""
+    """A state as plain Python values: an int (a bitmask of facts) or a tuple of numbers
+    (and names, such as Overcooked's kitchen and recipe)."""
     if isinstance(state, (int, np.integer)):
         return int(state)
-    return tuple(float(x) if isinstance(x, (float, np.floating)) else int(x) for x in state)
+    return tuple(x if isinstance(x, str) else float(x) if isinstance(x, (float, np.floating))
+                 else int(x) for x in state)
 
 
 def encode_state(state) -> str | list:

@@ -41,9 +41,10 @@ from .tasks import TaskSequence, heldout_seed
 
 METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
            'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
-           'wrong_known')
+           'wrong_known', 'heldout_feasible')
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
 TASK_CHOICES = ('given', 'informative')
+PARTNER_SEARCHES = ('shared', 'independent')
 # One letter per capability in TaskResult.status (what the evidence decided).
 STATUS_LETTERS = {'known_present': 'P', 'known_absent': 'A', 'undecided': 'U',
                   'never_exercised': 'N', 'inert': 'I'}
@@ -61,6 +62,11 @@ class ExperimentSettings:
     switch_partner: str | None = None        # partner after `switch_after` tasks
     switch_after: int | None = None
     forgo_probability: float = 0.0           # chance the partner declines a capability
+    # 'shared': the simulated partner plans with the robot's planner (the same search the
+    # hypotheses are planned with); 'independent': with a planner of its own seed per
+    # run, where the planner has a seed (a search of its own, as a stochastic planner
+    # gives a real partner: equally good plans need not be the predicted one).
+    partner_search: str = 'shared'
     task_choice: str = 'given'               # or 'informative': the most informative of
     candidates: int = 5                      # this many candidate tasks
     heldout: int = 40                        # size of the held-out pool for the metrics
@@ -72,6 +78,9 @@ class ExperimentSettings:
             raise ConfigError('runs and tasks must be at least 1')
         if self.jobs < 1:
             raise ConfigError(f'jobs must be at least 1, got {self.jobs}')
+        if self.partner_search not in PARTNER_SEARCHES:
+            raise ConfigError(f'partner_search must be one of {", ".join(PARTNER_SEARCHES)}, '
+                              f'got {self.partner_search!r}')
         if not 0.0 <= self.forgo_probability <= 1.0:
             raise ConfigError(f'forgo_probability must lie in [0, 1], got '
                               f'{self.forgo_probability}')
@@ -115,6 +124,9 @@ class TaskResult:
     information: float = 0.0   # its expected information gain (bits; 0 when given)
     heldout_agreement: float = float('nan')      # filled in by HeldoutPool
     hamming_identifiable: float = float('nan')   # filled in by HeldoutPool
+    # Of the partner actions in open-loop plans under the estimate on the run's held-out
+    # tasks (a domain with few tasks: those the run does not learn on), the feasible share.
+    heldout_feasible: float = float('nan')
 
 
 def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
@@ -142,24 +154,51 @@ def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
         wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t))
 
 
+def partner_search_seed(seed: int) -> int:
+    """The seed of the partner's own search in a run with seed ``seed``."""
+    return (seed * 7919 + 104_729) % (2**31 - 1)
+
+
 def run_seed(seed: int, run: int) -> int:
     """The seed of one run of an experiment with base ``seed``: its tasks, estimator and
     partner draw from it, so runs of one base seed see the same tasks in every method."""
     return seed * 100_003 + run
 
 
+def split_tasks(model: Domain, seed: int, count: int) -> tuple[list, list]:
+    """A domain with few tasks (``task_universe``): the run's ``count`` learning tasks and
+    the rest, held out, from one seeded order; ([], []) for an open-ended domain."""
+    universe = model.task_universe()
+    if not universe or count > len(universe):
+        return [], []
+    order = model.task_generator(seed).tasks(len(universe))
+    return order[:count], order[count:]
+
+
 def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
-             run: int, report: Callable[[str], None] | None = None) -> list[TaskResult]:
+             run: int, report: Callable[[str], None] | None = None,
+             robot_planner: Planner | None = None) -> list[TaskResult]:
     """One run: a seeded task sequence with one estimator learning along it.
 
     With informative task choice each task is the most informative of ``candidates``
     (see :class:`~cecm_ros.core.tasks.TaskSequence`); ``given`` runs exactly the tasks
-    the seeded generator draws.
+    the seeded generator draws. In a domain with few tasks the run learns on the first
+    ``tasks`` of a seeded order (informative choice picks the order among them) and
+    the rest are held out. ``robot_planner`` plans for the robot when it is not
+    ``planner`` (a domain's own optimistic baseline).
     """
     seed = run_seed(settings.seed, run)
     informative = settings.task_choice == 'informative'
-    sequence = TaskSequence(model, seed, count=settings.tasks,
-                            candidates=settings.candidates if informative else 1)
+    learning, heldout = split_tasks(model, seed, settings.tasks)
+    if learning:
+        sequence = TaskSequence(model, seed, tasks=learning,
+                                candidates=settings.candidates if informative else 1)
+    else:
+        sequence = TaskSequence(model, seed, count=settings.tasks,
+                                candidates=settings.candidates if informative else 1)
+    robot_planner = robot_planner or planner
+    partner_planner = planner.with_seed(partner_search_seed(seed)) \
+        if settings.partner_search == 'independent' else None
     evaluator = evaluator_for(settings.method, planner)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
@@ -176,16 +215,19 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                              settings.estimator.epsilon)
         task = sequence.take(choice.index)
         information = choice.information[choice.index] if choice.information else 0.0
-        human = SimulatedHuman(planner, truth, settings.forgo_probability,
+        human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
                                seed=partner_seed(seed, task.task_id))
-        record = run_shared_task(model, task, RobotTeammate(planner, estimator.estimate),
-                                 human)
+        record = run_shared_task(model, task,
+                                 RobotTeammate(robot_planner, estimator.estimate), human)
         update = estimator.update(task, record.trajectory)
         result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
                               update.samples_accepted, update.message, run, index,
                               [entry.status for entry in estimator.belief.report])
         result.candidates = len(candidates)
         result.information = round(information, 4)
+        if heldout:
+            result.heldout_feasible = metrics.open_loop_feasible(
+                model, robot_planner, heldout, estimator.estimate, truth)
         results.append(result)
         if report:
             report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '
@@ -193,6 +235,8 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                    f'{result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
                    f'accepted={result.accepted_samples} decided={result.decided} '
                    f'({time.perf_counter() - started:.1f} s)')
+    if partner_planner is not None:
+        partner_planner.close()
     return results
 
 
@@ -292,16 +336,17 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
 
     own_planner = planner is None
     planner = planner or model.planner(workers=settings.jobs)
+    baseline = model.baseline_planner() if settings.method == 'optimistic' else None
     calls_before, hits_before = planner.calls, planner.cache_hits
     started = time.perf_counter()
     try:
         if settings.jobs > 1 and settings.runs > 1:
             with ThreadPoolExecutor(settings.jobs) as threads:
                 batches = list(threads.map(
-                    lambda run: run_once(model, planner, settings, run, report),
+                    lambda run: run_once(model, planner, settings, run, report, baseline),
                     range(settings.runs)))
         else:
-            batches = [run_once(model, planner, settings, run, report)
+            batches = [run_once(model, planner, settings, run, report, baseline)
                        for run in range(settings.runs)]
         results = [r for batch in batches for r in batch]
         identifiable = None
@@ -313,6 +358,8 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
     finally:
         if own_planner:
             planner.close()
+        if baseline is not None:
+            baseline.close()
     wall = time.perf_counter() - started
     extra = {'planner_calls': planner.calls - calls_before,
              'planner_cache_hits': planner.cache_hits - hits_before,
@@ -332,7 +379,8 @@ PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-in
                'wrong_known': 'Wrong capabilities reported known',
                'correction_ratio': 'Ratio of corrected actions', 'iou': 'Plan overlap (IoU)',
                'infeasible_assigned': 'Infeasible actions assigned',
-               'accepted_samples': 'Accepted samples'}
+               'accepted_samples': 'Accepted samples',
+               'heldout_feasible': 'Feasible partner actions (held-out, open loop)'}
 METHOD_LABELS = {'cecm': 'CE-CM', 'cecm_div': 'CE-CM-Div', 'optimistic': 'Optimistic',
                  'pessimistic': 'Pessimistic'}
 

@@ -18,6 +18,8 @@ answering it. Three answers, for any domain:
   tie-breaks, see ``cecm_ros.domains.tidyup.model``), whose optimum is nearly always
   unique: answers can differ from the naive ones only where two plans tie on it too.
   Only a planner whose guarantees say ``cost_optimal`` may be used this way.
+* :class:`BatchEvaluator` plans every sample too, in batches a planner may solve side by
+  side: the answer for planners that are not cost-optimal.
 * :class:`DiversePlanEvaluator` (CE-CM-Div) answers with a set of plans per hypothesis.
 """
 
@@ -111,6 +113,23 @@ class NaiveEvaluator(_PlanEvaluator):
     def distances(self, task, samples, observed, progress=None) -> np.ndarray:
         plans = self.plans(task, samples, progress)
         return np.array([self.distance(p.trajectory, observed) for p in plans])
+
+
+class BatchEvaluator(NaiveEvaluator):
+    """Every hypothesis planned, as the naive evaluator does, but in batches that the
+    planner may solve side by side (in parallel, from its memory or store): what a
+    planner that is not cost-optimal (Overcooked's MCTS) answers with."""
+
+    batch = 64
+
+    def plans(self, task: Task, samples: np.ndarray,
+              progress: ProgressCallback | None = None) -> list[JointPlan]:
+        plans: list[JointPlan] = []
+        for start in range(0, len(samples), self.batch):
+            plans.extend(self.planner.plan_many(task, samples[start:start + self.batch]))
+            if progress:
+                progress(len(plans), len(samples))
+        return plans
 
 
 class _KnownPlans:
@@ -347,4 +366,4 @@ def evaluator_for(method: str, planner: Planner) -> _PlanEvaluator:
         return DiversePlanEvaluator(planner)
     if planner.guarantees.cost_optimal:
         return SharedPlanEvaluator(planner)
-    return NaiveEvaluator(planner)
+    return BatchEvaluator(planner)

@@ -46,6 +46,20 @@ def infeasible_assigned(model: Domain, plan: JointPlan, truth: np.ndarray) -> in
                and not model.partner_capable(step.human, truth))
 
 
+def open_loop_feasible(model: Domain, planner, tasks, estimate: np.ndarray,
+                       truth: np.ndarray) -> float:
+    """Of the partner actions in the plans ``planner`` makes under ``estimate`` for
+    ``tasks`` (open loop: nobody corrects them), the share the true partner can do."""
+    assigned = feasible = 0
+    for task in tasks:
+        plan = planner.plan(task, estimate)
+        for step in plan.steps:
+            if step.human != NOOP:
+                assigned += 1
+                feasible += bool(model.partner_capable(step.human, truth))
+    return feasible / assigned if assigned else 1.0
+
+
 class HeldoutPool:
     """A fixed pool of tasks (its own seed) on which plans under an estimate are compared
     with plans under the true capabilities.

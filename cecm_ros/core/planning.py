@@ -18,6 +18,8 @@ from dataclasses import replace
 import numpy as np
 
 from .domain import Domain, JointPlan, Planner, PlannerGuarantees, Task
+from .errors import CecmError
+from .plan_store import PlanStore, plan_from_text, plan_key, plan_to_text
 
 
 class CachingPlanner(Planner):
@@ -25,6 +27,11 @@ class CachingPlanner(Planner):
 
     def __init__(self, domain: Domain, guarantees: PlannerGuarantees, cache_size: int = 100_000):
         self.domain = domain
+        # A plan store on disk (see :mod:`~cecm_ros.core.plan_store`) and the scope of
+        # this planner's keys in it; set by :meth:`use_store`.
+        self.store: PlanStore | None = None
+        self.store_scope = ''
+        self.store_hits = 0
         self.guarantees = guarantees
         self._cache: OrderedDict[tuple, JointPlan] = OrderedDict()
         # The same plans indexed by task, so that the plans known for one task are found
@@ -58,9 +65,8 @@ class CachingPlanner(Planner):
                 elif key[1] not in missing:
                     missing[key[1]] = effective
                 results.append(cached)
-            self.calls += len(missing)
         if missing:
-            solved = self.solve_all(task, list(missing.values()))
+            solved = self._solve_or_load(task, list(missing))
             with self._lock:
                 if self._cache_size > 0:
                     known = self._by_task.setdefault(task.key, {})
@@ -79,6 +85,42 @@ class CachingPlanner(Planner):
         plans = [plan for plan in results if plan is not None]
         return [plan if plan.task_id == task.task_id else replace(plan, task_id=task.task_id)
                 for plan in plans]
+
+    def use_store(self, store: PlanStore | None, scope: str) -> None:
+        """Keep plans in ``store`` under ``scope`` (what else determines them: the domain's
+        content, the planner's settings and seed). Only a deterministic planner may."""
+        if store is not None and not self.guarantees.deterministic:
+            raise ValueError('only a deterministic planner may keep plans on disk')
+        self.store, self.store_scope = store, scope
+
+    def _solve_or_load(self, task: Task, vectors: list[bytes]) -> list[JointPlan]:
+        """Plans of the given vectors: from the store where kept there, else solved (and
+        then kept)."""
+        size = len(self.domain.catalog)
+        arrays = [np.frombuffer(v, dtype=bool, count=size) for v in vectors]
+        if self.store is None:
+            with self._lock:
+                self.calls += len(arrays)
+            return self.solve_all(task, arrays)
+        keys = [plan_key(self.store_scope, task.key,
+                         ''.join('1' if b else '0' for b in vector)) for vector in arrays]
+        stored = self.store.get_many(keys)
+        plans: dict[str, JointPlan] = {}
+        for key, text in stored.items():
+            try:
+                plans[key] = plan_from_text(self.domain, task.task_id, text)
+            except (ValueError, KeyError, TypeError, CecmError):
+                continue   # not a plan of this domain after all: plan it again
+        todo = [i for i, key in enumerate(keys) if key not in plans]
+        with self._lock:
+            self.store_hits += len(plans)
+            self.calls += len(todo)
+        if todo:
+            solved = self.solve_all(task, [arrays[i] for i in todo])
+            fresh = {keys[i]: plan for i, plan in zip(todo, solved)}
+            self.store.put_many({k: plan_to_text(self.domain, p) for k, p in fresh.items()})
+            plans.update(fresh)
+        return [plans[key] for key in keys]
 
     def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
         size = len(self.domain.catalog)

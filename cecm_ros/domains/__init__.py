@@ -19,6 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import ConfigError
 
@@ -38,8 +40,18 @@ def _tidyup(household: str | Path | None = None, capabilities: str | Path | None
                        CapabilityCatalog.from_yaml(capabilities) if capabilities else None)
 
 
+def _overcooked(file: str | Path | None = None, **unknown: Any) -> Domain:
+    """Overcooked with an optional domain file (kitchens, recipes, capabilities)."""
+    _no_unknown_options('overcooked', unknown)
+    from cecm_ros.domains.overcooked.model import OvercookedDomain
+
+    return OvercookedDomain(file)
+
+
 BUILT_IN: dict[str, tuple[Callable[..., Domain], str]] = {
     'tidyup': (_tidyup, 'a robot and a person tidy a household (PDDL, Fast Downward)'),
+    'overcooked': (_overcooked, 'two cooks make salads in a grid kitchen (macro actions, '
+                                'PUCT MCTS)'),
 }
 
 
@@ -47,6 +59,15 @@ def _no_unknown_options(name: str, unknown: dict[str, Any]) -> None:
     given = {k: v for k, v in unknown.items() if v not in (None, '')}
     if given:
         raise ConfigError(f'domain {name!r} takes no option {", ".join(sorted(given))}')
+
+
+def _is_kitchen_file(path: Path) -> bool:
+    """Whether a domain file is an Overcooked one (it lists kitchens, not PDDL)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return False   # FileDomain reports what is wrong with it
+    return isinstance(data, dict) and 'kitchens' in data and 'pddl' not in data
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
@@ -90,8 +111,13 @@ def load_domain(spec: str | Path | None = None, **options: Any) -> Domain:
         return domain
     if '/' in spec or spec.endswith(('.yaml', '.yml')) or Path(spec).is_file():
         _no_unknown_options(spec, options)
+        path = Path(spec).expanduser()
+        if _is_kitchen_file(path):
+            from cecm_ros.domains.overcooked.model import OvercookedDomain
+
+            return OvercookedDomain(path)
         from cecm_ros.domains.pddl.file_domain import FileDomain
 
-        return FileDomain(Path(spec).expanduser())
+        return FileDomain(path)
     raise ConfigError(f'unknown domain {spec!r}; domains: '
                       f'{", ".join(available_domains())}')

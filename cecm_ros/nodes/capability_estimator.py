@@ -15,9 +15,11 @@ memory and in the store, exactly as it was.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
+from concurrent.futures import Future
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
@@ -78,8 +80,9 @@ class CapabilityEstimator(CecmNode):
                      low=1, high=100_000)
         self.declare('prior', defaults.prior, 'CE-CM: Bernoulli prior P(c_i = 1)',
                      low=0.0, high=1.0)
-        self.declare('epsilon', defaults.epsilon,
-                     'CE-CM: a trajectory explains an observation below this distance',
+        self.declare('epsilon', 0.0,
+                     'CE-CM: a trajectory explains an observation below this distance '
+                     f'(0.0 = the domain\'s: TidyUP {defaults.epsilon}, Overcooked 0.03)',
                      low=0.0, high=1.0)
         self.declare('psi', defaults.psi, 'Estimate threshold: c_i = 1 when theta_i > psi',
                      low=0.0, high=1.0)
@@ -121,6 +124,10 @@ class CapabilityEstimator(CecmNode):
         self.busy = False
         self.last_accepted_any = False
         self.cancel_requested = False
+        # Rankings at work, by what they rank: a request sent again while its first copy
+        # is still at work (the task manager re-sends after a minute; a cold Overcooked
+        # ranking plans for minutes) waits for that one instead of planning it all again.
+        self.rankings: dict[str, Future] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -194,14 +201,21 @@ class CapabilityEstimator(CecmNode):
                   self.param(name) if self.has_parameter(name) else default
                   for name, default in NODE_PARAMETERS.items()}
         try:
-            settings_from_parameters(values)
+            settings_from_parameters(values, self._default_epsilon())
         except CecmError as error:
             return f'estimator settings: {error}'
         return ''
 
     def _settings(self) -> EstimatorSettings:
         """The estimator settings from the parameters (presets fill what is left open)."""
-        return settings_from_parameters({name: self.param(name) for name in NODE_PARAMETERS})
+        return settings_from_parameters({name: self.param(name) for name in NODE_PARAMETERS},
+                                        self._default_epsilon())
+
+    def _default_epsilon(self) -> float | None:
+        try:
+            return self.load_model().default_epsilon
+        except CecmError:
+            return None
 
     def activate(self) -> None:
         self._publish()
@@ -395,8 +409,10 @@ class CapabilityEstimator(CecmNode):
             with self.locked():
                 estimator = self.estimator
             vectors, weights = estimator.hypotheses()
-            choice = choose_task(candidates, vectors, weights, self.evaluator,
-                                 estimator.belief.settings.epsilon)
+            epsilon = estimator.belief.settings.epsilon
+            choice = self._rank_once(
+                _ranking_key(candidates, vectors, weights, epsilon),
+                lambda: choose_task(candidates, vectors, weights, self.evaluator, epsilon))
         except (CecmError, ValueError) as error:
             response.success, response.message = False, str(error)
             self.get_logger().warning(f'rank_tasks: {error}')
@@ -409,6 +425,29 @@ class CapabilityEstimator(CecmNode):
                             f'{len(candidates)} candidates ({bits:.2f} bits)')
         self.get_logger().info(f'rank_tasks: {response.message}')
         return response
+
+    def _rank_once(self, key: str, rank):
+        """``rank()``, or the result of the same ranking that is at work already."""
+        with self.locked():
+            running = self.rankings.get(key)
+            mine = running is None
+            if mine:
+                running = self.rankings[key] = Future()
+                running.add_done_callback(lambda _: self.notify())
+        if not mine:
+            self.get_logger().info('rank_tasks: the same ranking is at work already; this '
+                                   'request gets its answer')
+            self.wait_until(running.done, None)
+            return running.result()
+        try:
+            running.set_result(rank())
+        except BaseException as error:
+            running.set_exception(error)
+            raise
+        finally:
+            with self.locked():
+                self.rankings.pop(key, None)
+        return running.result()
 
     def _on_list(self, request: ListPartners.Request, response: ListPartners.Response):
         try:
@@ -506,6 +545,15 @@ def _expand(path: str) -> str:
     from os.path import expanduser
 
     return expanduser(path.strip())
+
+
+def _ranking_key(candidates, vectors, weights, epsilon: float) -> str:
+    """What a ranking depends on: the candidates, the hypotheses and epsilon."""
+    digest = hashlib.sha1(repr(([(t.task_id, t.key) for t in candidates],
+                                epsilon)).encode())
+    digest.update(vectors.tobytes())
+    digest.update(weights.tobytes())
+    return digest.hexdigest()
 
 
 def main(args=None) -> int:

@@ -51,7 +51,7 @@ from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.core.experiment import TASK_CHOICES
-from cecm_ros.core.hypotheses import SharedPlanEvaluator
+from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.partners import steps_off_plan
 from cecm_ros.core.session import (
@@ -886,7 +886,9 @@ class TaskManager(CecmNode):
             return None
         if self.pool is None:
             self.planner = self.model.planner(workers=2)
-            pool = HeldoutPool(self.model, SharedPlanEvaluator(self.planner),
+            # Plans shared between vectors only where the planner is cost-optimal (not
+            # Overcooked's MCTS), as in `cecm experiment`.
+            pool = HeldoutPool(self.model, evaluator_for('cecm', self.planner),
                                heldout_seed(self.param('seed')), size)
             # Stops at a deactivation, and for good once a new configuration replaced it.
             pool.interrupt = lambda: (self.stopping.is_set() or not self.active
@@ -1035,7 +1037,8 @@ class TaskManager(CecmNode):
         try:
             if results:
                 settings = settings_from_parameters(
-                    {key: estimator[key] for key in NODE_PARAMETERS})
+                    {key: estimator[key] for key in NODE_PARAMETERS},
+                    self.model.default_epsilon)
                 summary = session_summary(
                     self.model, self.partner, estimator['method'], self.param('seed'),
                     settings, results, wall, extra,

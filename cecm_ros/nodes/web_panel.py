@@ -13,9 +13,11 @@ topic name its own ``subscribe`` gave.
 What the panel adds to the topics it relays is derived state a browser cannot compute:
 ``/web_panel/session`` (the open correction window, the robot actions that apply in its
 state, the countdown, who answered) from the intents, team states, step results and
-correction verdicts it sees. It computes nothing the core or the graph does not already
-publish. Only ``robot/correction`` is publishable; every correction's verdict comes back
-from the executor (``robot/correction_status``) to the client that sent it.
+correction verdicts it sees, and ``/web_panel/render``, the domain's ``render_data`` of
+each team state (a numeric state such as Overcooked's is drawn from it, not from
+facts). It computes nothing the core or the graph does not already publish. Only
+``robot/correction`` is publishable; every correction's verdict comes back from the
+executor (``robot/correction_status``) to the client that sent it.
 
 Threads: rclpy callbacks (executor threads) convert each message to JSON once, record it
 in a cache under one lock and hand it to the loop with ``call_soon_threadsafe``; the
@@ -74,6 +76,7 @@ from cecm_ros.nodes.common import (
 )
 
 SESSION_TYPE = 'cecm_ros_web/Session'    # the panel's own topic; not a ROS message
+RENDER_TYPE = 'cecm_ros_web/Render'      # the other one: a team state's drawing data
 MAX_STRING = 512                         # longest string accepted in a client message
 VERDICT_TIMEOUT_S = 5.0                  # wait for the executor's CorrectionStatus
 CLIENT_QUEUE = 2000                      # messages queued for a slow client, then it is dropped
@@ -142,6 +145,20 @@ def _to_json(value):
         items = value.tolist() if hasattr(value, 'tolist') else value
         return [_to_json(item) for item in items] if isinstance(items, list) else \
             _to_json(items)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def _plain(value):
+    """A domain's render data as JSON can carry it: tuples and numpy values become lists
+    and numbers, NaN and infinity null (as in relayed messages)."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(item) for item in value]
+    if hasattr(value, 'tolist'):
+        return _plain(value.tolist())
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     return value
@@ -1008,6 +1025,9 @@ class WebPanel(CecmNode):
         self.session_topic = self.resolve_topic_name('~/session')
         self.topic_types[self.session_topic] = SESSION_TYPE
         limits[self.session_topic] = 1
+        self.render_topic = self.resolve_topic_name('~/render')
+        self.topic_types[self.render_topic] = RENDER_TYPE
+        limits[self.render_topic] = 1
         self.cache = MessageCache(limits)
         self.bridged = {}
         for entry in self.param('services'):
@@ -1068,7 +1088,8 @@ class WebPanel(CecmNode):
                               'description': c.description}
                              for c in model.catalog.capabilities],
             'inert': list(model.inert_capabilities),
-            'topics': {**self.topic_names, 'session': self.session_topic},
+            'topics': {**self.topic_names, 'session': self.session_topic,
+                       'render': self.render_topic},
             'types': {name: kind if isinstance(kind, str) else type_name(kind)
                       for name, kind in self.topic_types.items()},
             'publishable': [self.correction_topic],
@@ -1081,6 +1102,7 @@ class WebPanel(CecmNode):
         def on_message(msg) -> None:
             topic = self.topic_names[key]
             body = json.dumps(message_to_json(msg), separators=(',', ':'), allow_nan=False)
+            render = self._render_body(msg) if key == 'team_state' else None
             server = self.server
             with self.lock:   # handed to the loop in sequence order
                 if key == 'task' and msg.task_id != self.session.task_id:
@@ -1089,9 +1111,12 @@ class WebPanel(CecmNode):
                 if key == 'team_state' and msg.step == 0:
                     self.cache.clear(topic)
                 seq = self.cache.add(topic, body)
+                drawn = None if render is None else self.cache.add(self.render_topic, render)
                 changed = self.session.observe(key, msg)
                 if server is not None:
                     server.deliver(topic, seq, body)
+                    if drawn is not None:
+                        server.deliver(self.render_topic, drawn, render)
                     if changed:
                         server.deliver(self.session_topic, self.cache.bump(), None)
                     if key == 'correction_status' and msg.sender == self.session.sender:
@@ -1099,6 +1124,17 @@ class WebPanel(CecmNode):
             if key == 'intent' and self.session.window_s is None:
                 self._ask_window()
         return on_message
+
+    def _render_body(self, msg: TeamState) -> str:
+        """A team state's drawing data, as the domain gives it (``render_data``), or why
+        there is none: the page must not guess a numeric domain's state from facts."""
+        data: dict[str, Any] = {'task_id': msg.task_id, 'step': msg.step}
+        model = self.session.model
+        try:
+            data['data'] = _plain(model.render_data(conv.state_from_team_state(model, msg)))
+        except CecmError as error:
+            data['error'] = str(error)
+        return json.dumps(data, separators=(',', ':'), allow_nan=False)
 
     def session_body(self) -> str:
         """The derived session as JSON (the ``msg`` of its ``publish``)."""

@@ -26,6 +26,7 @@
     teamStates: new Map(),  // step -> TeamState of the current task
     steps: new Map(),       // step -> StepResult of the current task
     robotPlan: null,
+    render: null,           // the latest /web_panel/render (a state's render_data)
     reports: [],            // TaskReports in arrival order
     pending: new Map(),     // publish/call id -> what was asked
     connected: false,
@@ -215,6 +216,12 @@
     renderIntent();
     renderPlan();
     renderLabel();
+    if (state.layout && state.layout.renderer === 'kitchen') renderHouse();   // next action
+  }
+
+  function onRender(msg) {
+    state.render = msg;
+    if (state.layout && state.layout.renderer === 'kitchen') renderHouse();
   }
 
   function onStatus(message) {
@@ -471,12 +478,226 @@
       : 'No state yet.';
   }
 
+  // ------------------------------------------------------------------- kitchen
+  // Overcooked: the kitchen's grid from the layout, and per state the domain's own
+  // render_data (web_panel/render), since its state is numbers: who stands where, each
+  // object's counter, holder or plate, every vegetable's chops, the recipe; beside it
+  // the robot's next macro action (the open intent, or the answer that replaced it).
+  const VEGETABLE_LETTERS = { lettuce: 'L', onion: 'O', tomato: 'T' };
+
+  function kitchenRender() {
+    const render = state.render;
+    if (!render || render.task_id !== state.teamTask) return null;
+    return render;
+  }
+
+  function robotNext() {
+    const open = openStep();
+    if (open && state.task && open.task_id === state.task.task_id) {
+      return open.answer ? open.answer.corrected_action : open.intended_action;
+    }
+    return null;
+  }
+
+  function chopWords(chops, most) {
+    if (chops === undefined) return '';
+    if (chops >= most) return 'chopped';
+    return chops ? 'chopped ' + chops + ' of ' + most : 'raw';
+  }
+
+  function whereWords(objects, name) {
+    const entry = objects[name] || {};
+    if (entry.served) return 'served';
+    if (entry.held_by) return 'held by ' + (entry.held_by === 'robot' ? 'the robot' : 'you');
+    if (entry.on) return 'on ' + pretty(entry.on) + (whereWords(objects, entry.on) === 'served'
+      ? '' : ' (' + whereWords(objects, entry.on) + ')');
+    if (entry.cell) return 'at row ' + entry.cell[0] + ', column ' + entry.cell[1];
+    return 'nowhere';
+  }
+
+  function renderKitchen() {
+    const layout = state.layout;
+    const drawing = $('house');
+    drawing.style.display = '';
+    $('facts').hidden = true;
+    drawing.replaceChildren();
+    drawing.setAttribute('viewBox', '0 0 420 250');
+    const render = kitchenRender();
+    const data = render && render.data ? render.data : null;
+    const names = Object.keys(layout.kitchens || {});
+    const kitchenName = data ? data.kitchen : names[0];
+    const kitchen = (layout.kitchens || {})[kitchenName];
+    $('house-title').textContent = 'The kitchen' + (kitchenName ? ' ' + kitchenName : '');
+    if (!kitchen) {
+      $('house-desc').textContent = 'No kitchen to draw.';
+      return;
+    }
+    const most = layout.chops || 3;
+    const size = Math.floor(242 / Math.max(kitchen.width, kitchen.height));
+    const x0 = 4;
+    const y0 = 4;
+    const centre = (cell) => ({ x: x0 + cell[1] * size + size / 2,
+                                y: y0 + cell[0] * size + size / 2 });
+    let delivery = null;
+    kitchen.rows.forEach((row, r) => row.forEach((kind, c) => {
+      const x = x0 + c * size;
+      const y = y0 + r * size;
+      const group = svg('g', { 'data-cell': r + ',' + c, 'data-kind': kind });
+      group.append(svg('rect', { class: 'cell ' + kind.replace(/_\d+$/, ''), x, y,
+                                 width: size, height: size }));
+      const label = { knife_1: 'K1', knife_2: 'K2', delivery: 'OUT' }[kind];
+      if (label) {
+        group.append(svg('text', { class: 'cell-label', x: x + 2, y: y + 9 }, label));
+        group.append(svg('title', {}, kind === 'delivery' ? 'delivery counter' :
+          'chopping board ' + kind.slice(-1)));
+      }
+      if (kind === 'delivery') delivery = [r, c];
+      drawing.append(group);
+    }));
+    const objects = data ? data.objects : {};
+    // Where an object is drawn: its counter, its holder's cell (a corner of it), its
+    // plate's place (beside the other vegetables there), or the delivery counter.
+    const place = (name, depth) => {
+      const entry = objects[name] || {};
+      if (entry.cell) return { ...centre(entry.cell), small: false, held: false };
+      if (entry.held_by && data.agents[entry.held_by]) {
+        const at = centre(data.agents[entry.held_by]);
+        return { x: at.x + size * 0.24, y: at.y + size * 0.24, small: true, held: true };
+      }
+      if (entry.on && depth < 2) {
+        const plate = place(entry.on, depth + 1);
+        const mates = Object.keys(objects).filter((n) => objects[n].on === entry.on);
+        const offsets = [[-0.13, -0.1], [0.13, -0.1], [0, 0.13]];
+        const [dx, dy] = offsets[mates.indexOf(name) % 3];
+        const scale = plate.small ? 0.6 : 1;
+        return { x: plate.x + dx * size * scale, y: plate.y + dy * size * scale, small: true,
+                 held: plate.held };
+      }
+      if (entry.served && delivery) return { ...centre(delivery), small: true, held: false };
+      return null;
+    };
+    const drawObject = (name) => {
+      const entry = objects[name];
+      const at = place(name, 0);
+      if (!at) return;
+      const vegetable = entry.chops !== undefined;
+      const classes = ['object', vegetable ? 'vegetable ' + name : 'plate'];
+      if (vegetable && entry.chops >= most) classes.push('chopped');
+      if (entry.served) classes.push('served');
+      const group = svg('g', { class: classes.join(' '), 'data-object': name,
+        'data-place': entry.cell ? 'cell' : entry.held_by ? 'held' : entry.on ? 'plate' : 'served' });
+      if (vegetable) {
+        group.setAttribute('data-chops', String(entry.chops));
+        const radius = at.small ? size * 0.13 : size * 0.24;
+        group.append(svg('circle', { cx: at.x, cy: at.y, r: radius }));
+        group.append(svg('text', { class: 'letter', x: at.x, y: at.y + radius * 0.42,
+          'text-anchor': 'middle', 'font-size': radius * 1.25 }, VEGETABLE_LETTERS[name] ||
+          name[0].toUpperCase()));
+        if (!at.small) {
+          for (let i = 0; i < most; i += 1) {
+            group.append(svg('rect', { class: 'chop' + (i < entry.chops ? ' done' : ''),
+              x: at.x - (most * 5) / 2 + i * 5 + 0.5, y: at.y + radius + 1.5, width: 4,
+              height: 3 }));
+          }
+        }
+        group.append(svg('title', {}, name + ': ' + chopWords(entry.chops, most) + ', ' +
+          whereWords(objects, name)));
+      } else {
+        const radius = at.small ? size * 0.26 : size * 0.36;
+        group.append(svg('circle', { cx: at.x, cy: at.y, r: radius }));
+        group.append(svg('text', { class: 'plate-number', x: at.x + radius * 0.7,
+          y: at.y + radius, 'text-anchor': 'middle' }, name.slice(-1)));
+        group.append(svg('title', {}, pretty(name) + ', ' + whereWords(objects, name)));
+      }
+      drawing.append(group);
+    };
+    const plates = Object.keys(objects).filter((n) => objects[n].chops === undefined);
+    const vegetables = Object.keys(objects).filter((n) => objects[n].chops !== undefined);
+    const lying = (n) => { const at = place(n, 0); return at && !at.held; };
+    for (const name of [...plates, ...vegetables]) if (lying(name)) drawObject(name);
+    for (const agent of ['robot', 'partner']) {
+      if (!data || !data.agents[agent]) continue;
+      const at = centre(data.agents[agent]);
+      const group = svg('g', { class: 'agent ' + (agent === 'robot' ? 'robot' : 'human'),
+                               'data-agent': agent });
+      const half = size * 0.3;
+      if (agent === 'robot') {
+        group.append(svg('rect', { x: at.x - half, y: at.y - half, width: 2 * half,
+                                   height: 2 * half, rx: 3 }));
+      } else {
+        group.append(svg('circle', { cx: at.x, cy: at.y, r: half }));
+      }
+      group.append(svg('text', { x: at.x, y: at.y + 4, 'text-anchor': 'middle' },
+        agent === 'robot' ? 'R' : 'H'));
+      group.append(svg('title', {}, agent === 'robot' ? 'the robot' : 'you (the partner)'));
+      drawing.append(group);
+    }
+    for (const name of [...plates, ...vegetables]) if (!lying(name)) drawObject(name);
+
+    // Beside the grid: the recipe and what it still needs, the hands, the next action.
+    const side = svg('g', { class: 'kitchen-side' });
+    let line = 16;
+    const write = (text, attrs) => {
+      side.append(svg('text', { x: 252, y: line, ...attrs }, text));
+      line += 14;
+    };
+    if (!data) {
+      write(render && render.error ? 'Cannot draw this state:' : 'No state yet.',
+            { class: 'side-title' });
+      if (render && render.error) write(render.error.slice(0, 40), { class: 'side-note' });
+    } else {
+      write('Recipe: ' + pretty(data.recipe), { class: 'recipe', 'data-recipe': data.recipe });
+      for (const name of data.needs) {
+        const entry = objects[name] || {};
+        const ready = entry.chops >= most;
+        write((ready ? '✓ ' : '· ') + name + ': ' + chopWords(entry.chops, most) +
+          (entry.on ? ', on ' + pretty(entry.on) : entry.served ? ', served' : ''),
+          { class: 'need' + (ready ? ' ready' : ''), 'data-vegetable': name });
+      }
+      line += 4;
+      for (const agent of ['robot', 'partner']) {
+        const held = Object.keys(objects).filter((n) => objects[n].held_by === agent);
+        const onIt = held.length ? Object.keys(objects).filter((n) => objects[n].on === held[0])
+          : [];
+        write((agent === 'robot' ? 'Robot holds: ' : 'You hold: ') +
+          (held.length ? pretty(held[0]) + (onIt.length ? ' (' + onIt.join(', ') + ')' : '')
+            : 'nothing'), { class: 'hands', 'data-hands': agent });
+      }
+      line += 4;
+      const next = robotNext();
+      write('Robot next: ' + (next ? describe(next) : '—'),
+            { class: 'next-action', 'data-action': next || '' });
+      if (data.served) {
+        line += 6;
+        write('Served ✓', { class: 'served-banner' });
+      }
+    }
+    drawing.append(side);
+    if (!data) {
+      $('house-desc').textContent = 'No state of this task yet.';
+      return;
+    }
+    const agentWords = (agent) => {
+      const cell = data.agents[agent];
+      const held = Object.keys(objects).filter((n) => objects[n].held_by === agent);
+      return (agent === 'robot' ? 'Robot (R)' : 'you (H)') + ' at row ' + cell[0] +
+        ', column ' + cell[1] + (held.length ? ', holding ' + pretty(held[0]) : ', hands free');
+    };
+    $('house-desc').textContent = 'Kitchen ' + data.kitchen + ', step ' + render.step + ': ' +
+      agentWords('robot') + '; ' + agentWords('partner') + '. ' + pretty(data.recipe) +
+      ' needs ' + data.needs.map((n) => n + ' (' + chopWords((objects[n] || {}).chops, most) +
+      ')').join(', ') + (data.served ? '; served.' : '.') + ' K1, K2: chopping boards; OUT: ' +
+      'delivery. Pips under a vegetable count its chops.';
+  }
+
   function renderHouse() {
     const layout = state.layout;
     const drawing = $('house');
     if (!layout || !drawing) return;
+    if (layout.renderer === 'kitchen') { renderKitchen(); return; }
     if (layout.renderer !== 'household') { renderFacts(); return; }
     drawing.style.display = '';
+    drawing.setAttribute('viewBox', '0 0 420 250');
     $('facts').hidden = true;
     drawing.replaceChildren();
     const rooms = layout.rooms;
@@ -860,6 +1081,7 @@
     subscribe('step_result', onStepResult);
     subscribe('report', onReport);
     subscribe('session', onSession);
+    if (topics.render) subscribe('render', onRender);
     renderHouse();
     bridge.connect();
   }
