@@ -132,22 +132,21 @@ def _add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> N
 
 # ------------------------------------------------------------------------ commands
 def cmd_cache(args) -> int:
-    from .core.plan_store import PlanStore, default_store_path
+    from .core.plan_store import PlanStore, default_store_path, read_only_info
 
     path = Path(args.path) if args.path else default_store_path()
+    if not path.exists():
+        print(f'no plan store at {path}' + ('' if args.action == 'clear' else ' yet'))
+        return 0
+    info = read_only_info(path)
+    if 'error' in info:
+        raise CecmError(f'{path} is not a plan store ({info["error"]}); left as it is')
     if args.action == 'clear':
-        if not path.exists():
-            print(f'no plan store at {path}')
-            return 0
         removed = PlanStore(path).clear()
         print(f'removed {removed} plans from {path}')
         return 0
-    if not path.exists():
-        print(f'no plan store at {path} yet')
-        return 0
-    info = PlanStore(path).info()
-    print(f'plan store: {info["path"]}\nplans: {info["plans"]} (at most '
-          f'{info["max_entries"]})\nsize: {info["bytes"] / 1e6:.1f} MB')
+    print(f'plan store: {info["path"]}\nplans: {info["plans"]}\n'
+          f'size: {info["bytes"] / 1e6:.1f} MB')
     return 0
 
 
@@ -295,15 +294,15 @@ def cmd_bench(args) -> int:
 
         result = run_universe_benchmark(
             model, _partner_spec(args), samples=args.samples, seed=args.seed, jobs=args.jobs,
-            runs=args.runs, store_path=args.plan_store,
+            runs=args.runs, tasks=max(args.tasks, 5), store_path=args.plan_store,
             progress=None if args.json else
             (lambda line: print(f'[cecm bench] {line}', file=sys.stderr, flush=True)))
     elif args.updates:
-        result = run_posterior_benchmark(_model(args), _partner_spec(args),
+        result = run_posterior_benchmark(model, _partner_spec(args),
                                          samples=args.samples, seed=args.seed, jobs=args.jobs,
                                          tasks=args.tasks, check_pairs=args.check_pairs)
     else:
-        result = run_update_benchmark(_model(args), _partner_spec(args), samples=args.samples,
+        result = run_update_benchmark(model, _partner_spec(args), samples=args.samples,
                                       seed=args.seed, jobs=args.jobs, tasks=args.tasks,
                                       progress=None if args.json else _progress_printer())
     if args.json:
@@ -333,6 +332,8 @@ def cmd_estimate(args) -> int:
     overrides = {key: getattr(args, key) for key in (
         'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
         'proposal', 'decay')}
+    if overrides['epsilon'] is None and evidence.settings is None and model.default_epsilon:
+        overrides['epsilon'] = model.default_epsilon   # as the estimator node would
     method, settings, seed = reestimate.choose_settings(
         evidence, args.method, args.inference, overrides, args.window, args.seed)
     with model.planner(workers=args.jobs) as planner:

@@ -117,6 +117,32 @@ def test_a_recipe_with_an_unknown_vegetable_is_refused(tmp_path):
         OvercookedDomain(path)
 
 
+@pytest.mark.parametrize('change, message', [
+    ({'max_steps': 'abc'}, 'max_steps must be a whole number'),
+    ({'rewards': {'step': 'x'}}, 'rewards maps'),
+    ({'partner_types': ['a']}, 'partner_types maps'),
+    ({'partner_types': {'a': {'missing': 'chop'}}}, '"missing" a list'),
+    ({'partner_types': {'a': {'missing': ['juggling']}}}, "unknown capability 'juggling'"),
+    ({'recipes': {'tomato-lettuce': ['tomato']}}, 'letters, digits'),
+])
+def test_malformed_domain_files_are_named(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message) as raised:
+        OvercookedDomain(_domain_file(tmp_path, **change))
+    assert 'domain.yaml' in str(raised.value)
+
+
+@pytest.mark.parametrize('change, message', [
+    ({'starts': {'robot': 0, 'partner': 'x'}}, 'starts'),
+    ({'middle': 5}, '"middle" is a list'),
+    ({'name': 'my kitchen'}, 'letters, digits'),
+])
+def test_malformed_kitchen_values_are_named(change, message):
+    data = yaml.safe_load((CONFIG / 'kitchens' / 'b.yaml').read_text())
+    data.update(change)
+    with pytest.raises(ConfigError, match=message):
+        Kitchen.from_dict(data, 'bad.yaml')
+
+
 def test_a_capability_gating_an_unknown_macro_is_refused(tmp_path):
     data = yaml.safe_load((CONFIG / 'domain.yaml').read_text())
     capabilities = data['capabilities']
@@ -189,6 +215,32 @@ def test_rewards_chop_dish_and_wrong_dish(domain):
     assert '(holds robot plate_1)' in domain.state_facts(after)   # the dish was refused
 
 
+def test_a_state_text_out_of_range_is_refused(domain):
+    good = domain.state_to_text(domain.initial_state(domain.tasks[0])).split()
+    for position, value in ((4, '150'), (12, '7'), (0, 'Z')):
+        bad = list(good)
+        bad[position] = value
+        with pytest.raises(ConfigError):
+            domain.state_from_text(' '.join(bad))
+
+
+def test_a_partner_chop_and_a_put_down_are_proven_used(domain):
+    board = state_of(domain, [
+        '(kitchen A)', '(recipe lettuce_onion)', '(at robot 4 4)', '(at partner 1 1)',
+        '(at lettuce 1 0)', '(at onion 2 6)', '(at tomato 0 5)', '(at plate_1 5 6)',
+        '(at plate_2 6 5)'])
+    chopped = domain.act(board, 1, 'chop')[0]
+    used = domain.exercised_capabilities([board, chopped])
+    assert [domain.catalog.names[i] for i in np.flatnonzero(used)] == ['chop']
+    holding = state_of(domain, [
+        '(kitchen A)', '(recipe lettuce_onion)', '(at robot 4 4)', '(at partner 3 3)',
+        '(holds partner onion)', '(at lettuce 1 6)', '(at tomato 0 5)', '(at plate_1 5 6)',
+        '(at plate_2 6 5)'])
+    down = domain.act(holding, 1, 'out_of_the_way')[0]
+    assert domain.catalog.names[int(np.flatnonzero(
+        domain.exercised_capabilities([holding, down]))[0])] == 'out_of_the_way'
+
+
 def test_states_round_trip_through_facts_and_text(domain):
     for state in reachable_states(domain, limit=500):
         assert domain.state_from_wire(domain.state_facts(state), []) == state
@@ -200,6 +252,12 @@ def test_states_round_trip_through_facts_and_text(domain):
     (['(kitchen Z)'], 'unknown or missing kitchen'),
     (['(kitchen A)', '(recipe lettuce_onion)', '(at robot 0 0)'], 'agents stand on the floor'),
     (['(kitchen A)', '(recipe lettuce_onion)', '(hold robot plate_1)'], 'unknown fact'),
+    (['(kitchen A)', '(kitchen B)'], 'more than one kitchen'),
+    (['(kitchen A)', '(recipe lettuce_onion)', '(served tomato_lettuce)'],
+     'but the recipe is lettuce_onion'),
+    (['(kitchen A)', '(recipe lettuce_onion)', '(at lettuce 0 5)', '(holds robot lettuce)'],
+     'placed twice'),
+    (['(kitchen A)', '(recipe lettuce_onion)', '(at plate_1 1 0)'], 'only a vegetable'),
 ])
 def test_malformed_states_are_named(domain, facts, message):
     with pytest.raises(ConfigError, match=message):
@@ -353,7 +411,7 @@ def test_cecm_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     with domain.planner() as planner:
         planner.plan(task_named(domain, 'A-lettuce_onion'), domain.catalog.all_capable())
     assert cecm_main(['cache', 'info']) == 0
-    assert 'plans: 1 ' in capsys.readouterr().out
+    assert 'plans: 1\n' in capsys.readouterr().out
     assert cecm_main(['cache', 'clear']) == 0
     assert 'removed 1 plans' in capsys.readouterr().out
 
@@ -373,3 +431,43 @@ def test_an_independent_partner_searches_with_a_seed_of_its_own(domain, tmp_path
         assert again.calls == 0 and again.store_hits == 1   # kept in the shared store
     with pytest.raises(ConfigError, match='partner_search'):
         ExperimentSettings(partner_search='telepathic')
+
+
+def test_a_plan_store_that_cannot_be_opened_leaves_the_planner_without_one(domain, tmp_path):
+    folder = tmp_path / 'plans.sqlite'
+    folder.mkdir()
+    with pytest.warns(RuntimeWarning, match='is a directory'):
+        planner = domain.planner(plan_cache=str(folder))
+    with planner:
+        assert planner.store is None
+        planner.plan(task_named(domain, 'A-lettuce_onion'), domain.catalog.all_capable())
+    assert folder.is_dir() and not list(tmp_path.glob('*.bad-*'))
+
+
+def _open_store(path):
+    PlanStore(path).close()
+
+
+def test_processes_opening_a_new_store_at_once_keep_it(tmp_path):
+    import multiprocessing
+
+    for round_ in range(3):
+        path = tmp_path / f'plans-{round_}.sqlite'
+        context = multiprocessing.get_context('spawn')
+        workers = [context.Process(target=_open_store, args=(str(path),)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+            assert worker.exitcode == 0
+    assert not list(tmp_path.glob('*.bad-*'))
+
+
+def test_cecm_cache_info_leaves_a_foreign_file_alone(tmp_path, capsys):
+    from cecm_ros.cli import main as cecm_main
+
+    foreign = tmp_path / 'notes.sqlite'
+    foreign.write_text('my notes')
+    assert cecm_main(['cache', 'info', '--path', str(foreign)]) == 2
+    assert 'not a plan store' in capsys.readouterr().err
+    assert foreign.read_text() == 'my notes'

@@ -202,42 +202,44 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
     evaluator = evaluator_for(settings.method, planner)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
-    results = []
-    for index in range(settings.tasks):
-        partner = settings.partner
-        if settings.switch_partner is not None and settings.switch_after is not None \
-                and index >= settings.switch_after:
-            partner = settings.switch_partner
-        truth = model.catalog.resolve(partner)
-        started = time.perf_counter()
-        candidates = sequence.offer()
-        choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
-                             settings.estimator.epsilon)
-        task = sequence.take(choice.index)
-        information = choice.information[choice.index] if choice.information else 0.0
-        human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
-                               seed=partner_seed(seed, task.task_id))
-        record = run_shared_task(model, task,
-                                 RobotTeammate(robot_planner, estimator.estimate), human)
-        update = estimator.update(task, record.trajectory)
-        result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
-                              update.samples_accepted, update.message, run, index,
-                              [entry.status for entry in estimator.belief.report])
-        result.candidates = len(candidates)
-        result.information = round(information, 4)
-        if heldout:
-            result.heldout_feasible = metrics.open_loop_feasible(
-                model, robot_planner, heldout, estimator.estimate, truth)
-        results.append(result)
-        if report:
-            report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '
-                   f'{settings.method}: hamming={result.hamming:.2f} corrections='
-                   f'{result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
-                   f'accepted={result.accepted_samples} decided={result.decided} '
-                   f'({time.perf_counter() - started:.1f} s)')
-    if partner_planner is not None:
-        partner_planner.close()
-    return results
+    try:
+        results = []
+        for index in range(settings.tasks):
+            partner = settings.partner
+            if settings.switch_partner is not None and settings.switch_after is not None \
+                    and index >= settings.switch_after:
+                partner = settings.switch_partner
+            truth = model.catalog.resolve(partner)
+            started = time.perf_counter()
+            candidates = sequence.offer()
+            choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
+                                 settings.estimator.epsilon)
+            task = sequence.take(choice.index)
+            information = choice.information[choice.index] if choice.information else 0.0
+            human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
+                                   seed=partner_seed(seed, task.task_id))
+            record = run_shared_task(model, task,
+                                     RobotTeammate(robot_planner, estimator.estimate), human)
+            update = estimator.update(task, record.trajectory)
+            result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
+                                  update.samples_accepted, update.message, run, index,
+                                  [entry.status for entry in estimator.belief.report])
+            result.candidates = len(candidates)
+            result.information = round(information, 4)
+            if heldout:
+                result.heldout_feasible = metrics.open_loop_feasible(
+                    model, robot_planner, heldout, estimator.estimate, truth)
+            results.append(result)
+            if report:
+                report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '
+                       f'{settings.method}: hamming={result.hamming:.2f} corrections='
+                       f'{result.corrections}/{result.robot_decisions} iou={result.iou:.2f} '
+                       f'accepted={result.accepted_samples} decided={result.decided} '
+                       f'({time.perf_counter() - started:.1f} s)')
+        return results
+    finally:
+        if partner_planner is not None:
+            partner_planner.close()
 
 
 def add_heldout_metrics(model: Domain, pool: HeldoutPool, results: list[TaskResult]

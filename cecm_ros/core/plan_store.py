@@ -6,12 +6,15 @@ Only planners whose guarantees say ``deterministic`` may use the store (the same
 must mean the same plan in any process). The store is one SQLite file (the standard
 library's sqlite3; WAL, so several processes read and write at once), bounded in
 entries: the least recently used go first. A file that is not a plan store of ours,
-or is corrupt, is moved aside with a warning and a fresh store begins; it is never
-trusted and never a crash.
+or is corrupt, is moved aside with a warning and a fresh store begins (it is never
+trusted); a store that cannot be opened at all (a folder that cannot be written, a
+directory in its place) raises :class:`PlanStoreUnavailableError`, and planners then
+plan without one. Reads and writes that fail warn and plan instead; nothing crashes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +29,22 @@ from typing import Any
 from .domain import Domain, JointPlan, JointStep
 
 FORMAT = 'cecm_ros/plan_store/1'
-DEFAULT_MAX_ENTRIES = 2_000_000
+# About 6 KB per Overcooked plan: some 1.2 GB at the bound.
+DEFAULT_MAX_ENTRIES = 200_000
+
+
+class PlanStoreUnavailableError(OSError):
+    """The store cannot be opened (a folder that cannot be written, a directory where
+    the file should be, a lock held for too long): planners then plan without it."""
+
+
+class ForeignStoreError(sqlite3.DatabaseError):
+    """An SQLite file that is not a plan store of this format."""
+
+
+def _corrupt(error: sqlite3.Error) -> bool:
+    text = str(error).lower()
+    return 'not a database' in text or 'malformed' in text or 'corrupt' in text
 
 
 def cache_directory() -> Path:
@@ -63,8 +81,25 @@ class PlanStore:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._writes = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._open_checked()
+        if self.path.is_dir():
+            raise PlanStoreUnavailableError(f'plan cache {self.path} is a directory')
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise PlanStoreUnavailableError(f'plan cache folder {self.path.parent}: {error}') \
+                from None
+        # One process at a time creates the store or sets a bad file aside; the others
+        # wait for it (several nodes open the same store when a graph starts).
+        lock_path = Path(str(self.path) + '.lock')
+        try:
+            with open(lock_path, 'a') as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    self._open_checked()
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+        except OSError as error:
+            raise PlanStoreUnavailableError(f'plan cache {self.path}: {error}') from None
 
     # --------------------------------------------------------------- opening
     def _connect(self) -> sqlite3.Connection:
@@ -73,9 +108,9 @@ class PlanStore:
         connection.execute('PRAGMA synchronous=NORMAL')
         return connection
 
-    def _open_checked(self) -> None:
+    def _create(self) -> None:
+        connection = self._connect()
         try:
-            connection = self._connect()
             connection.execute('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, '
                                'value TEXT)')
             connection.execute('CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, '
@@ -84,18 +119,30 @@ class PlanStore:
             connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
             row = connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if row is None or row[0] != FORMAT:
-                raise sqlite3.DatabaseError(f'format {row[0] if row else None!r}')
-            connection.execute('PRAGMA quick_check').fetchone()
+                raise ForeignStoreError(f'format {row[0] if row else None!r}, not {FORMAT!r}')
+        finally:
             connection.close()
-        except sqlite3.DatabaseError as error:
-            aside = self.path.with_name(f'{self.path.name}.bad-{int(time.time())}')
-            warnings.warn(f'plan cache {self.path} is not usable ({error}); moved aside to '
-                          f'{aside}, starting a new one', RuntimeWarning, stacklevel=3)
-            for suffix in ('', '-wal', '-shm'):
-                source = Path(str(self.path) + suffix)
-                if source.exists():
-                    os.replace(source, str(aside) + suffix)
-            self._open_checked()
+
+    def _open_checked(self) -> None:
+        """Open (or create) the store; a file that is not a store of ours is moved aside
+        once, and a store that cannot be opened at all raises PlanStoreUnavailableError."""
+        for attempt in range(2):
+            try:
+                self._create()
+                return
+            except (ForeignStoreError, sqlite3.DatabaseError) as error:
+                if isinstance(error, sqlite3.OperationalError) and not _corrupt(error):
+                    raise PlanStoreUnavailableError(f'plan cache {self.path}: {error}') from None
+                if attempt or not self.path.is_file():
+                    raise PlanStoreUnavailableError(f'plan cache {self.path}: {error}') from None
+                aside = self.path.with_name(f'{self.path.name}.bad-{int(time.time())}')
+                warnings.warn(f'plan cache {self.path} is not usable ({error}); moved aside '
+                              f'to {aside}, starting a new one', RuntimeWarning,
+                              stacklevel=4)
+                for suffix in ('', '-wal', '-shm'):
+                    source = Path(str(self.path) + suffix)
+                    if source.exists():
+                        os.replace(source, str(aside) + suffix)
 
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, 'connection', None)
@@ -118,36 +165,48 @@ class PlanStore:
                 for key, value in connection.execute(
                         f'SELECT key, value FROM plans WHERE key IN ({marks})', chunk):
                     found[key] = value
-            if found:
-                now = time.time()
-                connection.executemany('UPDATE plans SET used = ? WHERE key = ?',
-                                       [(now, k) for k in found])
         except sqlite3.Error as error:
             warnings.warn(f'plan cache {self.path}: read failed ({error}); planning instead',
                           RuntimeWarning, stacklevel=2)
             return {}
+        if found:
+            # Which plans were used lately (for trimming): worth a try, not a failure.
+            try:
+                now = time.time()
+                connection.execute('BEGIN IMMEDIATE')
+                connection.executemany('UPDATE plans SET used = ? WHERE key = ?',
+                                       [(now, k) for k in found])
+                connection.execute('COMMIT')
+            except sqlite3.Error:
+                _rollback(connection)
         return found
 
     def put_many(self, items: dict[str, str]) -> None:
         if not items:
             return
         now = time.time()
+        connection = self._connection()
         try:
-            connection = self._connection()
             connection.execute('BEGIN IMMEDIATE')
             connection.executemany('INSERT OR REPLACE INTO plans VALUES (?, ?, ?)',
                                    [(k, v, now) for k, v in items.items()])
             connection.execute('COMMIT')
-            with self._lock:
-                self._writes += len(items)
-                trim = self._writes >= 1000
-                if trim:
-                    self._writes = 0
-            if trim:
-                self.trim()
         except sqlite3.Error as error:
+            _rollback(connection)   # never keep the write lock after a failure
             warnings.warn(f'plan cache {self.path}: write failed ({error})', RuntimeWarning,
                           stacklevel=2)
+            return
+        with self._lock:
+            self._writes += len(items)
+            trim = self._writes >= 1000
+            if trim:
+                self._writes = 0
+        if trim:
+            try:
+                self.trim()
+            except sqlite3.Error as error:
+                warnings.warn(f'plan cache {self.path}: trimming failed ({error})',
+                              RuntimeWarning, stacklevel=2)
 
     def trim(self) -> None:
         """Drop the least recently used plans beyond ``max_entries``."""
@@ -177,6 +236,33 @@ class PlanStore:
         if connection is not None:
             connection.close()
             self._local.connection = None
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        try:
+            connection.execute('ROLLBACK')
+        except sqlite3.Error:
+            pass
+
+
+def read_only_info(path: str | Path) -> dict[str, Any]:
+    """What ``cecm cache info`` shows, without creating or changing anything."""
+    path = Path(path)
+    try:
+        connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True, timeout=10.0)
+        try:
+            row = connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            if row is None or row[0] != FORMAT:
+                raise ForeignStoreError('not a plan store')
+            count = connection.execute('SELECT COUNT(*) FROM plans').fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        return {'path': str(path), 'error': str(error)}
+    size = sum(Path(str(path) + s).stat().st_size for s in ('', '-wal')
+               if Path(str(path) + s).exists())
+    return {'path': str(path), 'plans': count, 'bytes': size}
 
 
 # ------------------------------------------------------------- plan <-> text

@@ -109,7 +109,7 @@ class CachingPlanner(Planner):
         for key, text in stored.items():
             try:
                 plans[key] = plan_from_text(self.domain, task.task_id, text)
-            except (ValueError, KeyError, TypeError, CecmError):
+            except (ValueError, LookupError, TypeError, CecmError):
                 continue   # not a plan of this domain after all: plan it again
         todo = [i for i, key in enumerate(keys) if key not in plans]
         with self._lock:

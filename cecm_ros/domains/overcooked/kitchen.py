@@ -9,6 +9,7 @@ the other agent's cell blocked.
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,9 @@ class Kitchen:
         if unknown:
             raise ConfigError(f'{source}: unknown keys {unknown}; known: {sorted(known)}')
         name = str(data.get('name') or Path(source).stem)
+        if not re.match(r'^[A-Za-z0-9_]+$', name):
+            raise ConfigError(f'{source}: kitchen name {name!r}: use letters, digits and _ '
+                              'only')
         grid = data.get('grid')
         if not isinstance(grid, list) or not grid or not all(isinstance(r, list) for r in grid):
             raise ConfigError(f'{source}: "grid" must be a list of rows of cell codes')
@@ -181,8 +185,8 @@ class Kitchen:
                 for index, cell in enumerate(cells, 1):
                     objects[f'{kind}_{index}'] = cell
         order = data.get('starts', {'robot': 0, 'partner': 1})
-        if not isinstance(order, dict) or sorted(order) != sorted(ROLES) \
-                or sorted(order.values()) != [0, 1]:
+        if not isinstance(order, dict) or sorted(map(str, order)) != sorted(ROLES) \
+                or sorted(order.values(), key=repr) != [0, 1]:
             raise ConfigError(f'{source}: "starts" maps robot and partner to start 0 and 1 '
                               f'(reading order), got {order!r}')
         role_starts = (starts[order['robot']], starts[order['partner']])
@@ -195,6 +199,8 @@ class Kitchen:
                                   f'got {value!r}')
             return value[0] * width + value[1]
 
+        if not isinstance(data.get('middle') or [], list):
+            raise ConfigError(f'{source}: "middle" is a list of [row, column] counters')
         middle = tuple(cell_of(v, 'a "middle" counter') for v in data.get('middle') or ())
         for cell in middle:
             if grid[cell // width][cell % width] != COUNTER:

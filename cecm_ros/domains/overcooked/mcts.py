@@ -24,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import threading
 import time
+import warnings
 from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -36,7 +38,7 @@ import numpy as np
 
 from cecm_ros.core.domain import NOOP, JointPlan, JointStep, PlannerGuarantees, Task
 from cecm_ros.core.errors import ConfigError
-from cecm_ros.core.plan_store import PlanStore, files_digest
+from cecm_ros.core.plan_store import PlanStore, PlanStoreUnavailableError, files_digest
 from cecm_ros.core.planning import CachingPlanner
 
 from .kitchen import VEGETABLES
@@ -394,10 +396,16 @@ class MctsPlanner(CachingPlanner):
             raise ConfigError(f'overcooked planner: {error}') from None
         self.workers = max(1, int(workers))
         self._pool: ProcessPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         if plan_cache:
-            store = PlanStore(plan_cache if isinstance(plan_cache, str) else None)
-            self.use_store(store, files_digest(domain.fingerprint_files(),
-                                               ('mcts', RULES_VERSION, asdict(self.settings))))
+            try:
+                store = PlanStore(plan_cache if isinstance(plan_cache, str) else None)
+            except PlanStoreUnavailableError as error:
+                warnings.warn(f'{error}; planning without a plan cache', RuntimeWarning,
+                              stacklevel=2)
+            else:
+                self.use_store(store, files_digest(
+                    domain.fingerprint_files(), ('mcts', RULES_VERSION, asdict(self.settings))))
 
     def with_seed(self, seed: int) -> MctsPlanner:
         twin = MctsPlanner(self.domain, workers=1, plan_cache=False,
@@ -418,10 +426,11 @@ class MctsPlanner(CachingPlanner):
         # plan (the runs of an experiment) then search side by side, not under one GIL.
         if self.workers == 1:
             return [search_plan(self.domain, task, v, self.settings) for v in vectors]
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=get_context('spawn'), initializer=_worker_start,
-                initargs=(str(self.domain.path), asdict(self.settings)))
+        with self._pool_lock:   # runs in several threads share one pool
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=get_context('spawn'), initializer=_worker_start,
+                    initargs=(str(self.domain.path), asdict(self.settings)))
         return list(self._pool.map(_worker_plan, [task] * len(vectors),
                                    [v.tobytes() for v in vectors],
                                    chunksize=max(1, len(vectors) // (4 * self.workers))))

@@ -57,7 +57,7 @@ from cecm_ros.core.domain import (
     Planner,
     Task,
 )
-from cecm_ros.core.errors import ConfigError, UnknownNameError
+from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
 from cecm_ros.core.resources import config_path
 
 from .kitchen import ROLES, VEGETABLES, Kitchen
@@ -74,6 +74,9 @@ ROLE_OF_AGENT = (ROBOT, HUMAN)
 # State tuple positions.
 K, RECIPE, POS, VLOC, CHOP, PLOC, DONE = 0, 1, 2, 4, 7, 10, 12
 DEFAULT_FILE = 'domains/overcooked/domain.yaml'
+# Bounds the memo tables (transitions, features): a search visits many states.
+MEMO_LIMIT = 300_000
+_NAME = re.compile(r'^[A-Za-z0-9_]+$')
 _ACTION = re.compile(r'^\(?\s*([a-z_0-9]+)\s+([a-z_]+)\s*\)?$')
 _FACT = re.compile(r'^\(\s*([a-z_]+)((?:\s+[A-Za-z_0-9]+)*)\s*\)$')
 
@@ -114,6 +117,9 @@ class OvercookedDomain(Domain[tuple]):
             raise ConfigError(f'{self.path}: "recipes" maps names to lists of vegetables')
         self.recipes: dict[str, tuple[str, ...]] = {}
         for name, vegetables in recipes.items():
+            if not _NAME.match(str(name)):
+                raise ConfigError(f'{self.path}: recipe name {name!r}: use letters, digits '
+                                  'and _ only')
             if not isinstance(vegetables, list) or not vegetables:
                 raise ConfigError(f'{self.path}: recipe {name!r} needs a list of vegetables')
             for vegetable in vegetables:
@@ -130,13 +136,21 @@ class OvercookedDomain(Domain[tuple]):
                 if missing:
                     raise ConfigError(f'{self.path}: recipe {name!r} needs {missing} but '
                                       f'kitchen {kitchen.name!r} has none')
+        rewards = data.get('rewards') or {}
+        if not isinstance(rewards, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                for v in rewards.values()):
+            raise ConfigError(f'{self.path}: rewards maps step, chop, dish and wrong_dish to '
+                              f'numbers, got {rewards!r}')
         try:
-            self.rewards = Rewards(**(data.get('rewards') or {}))
+            self.rewards = Rewards(**rewards)
         except TypeError as error:
             raise ConfigError(f'{self.path}: rewards: {error}') from error
-        self.max_steps = int(data.get('max_steps', 30))
-        if self.max_steps < 1:
-            raise ConfigError(f'{self.path}: max_steps must be at least 1')
+        self.max_steps = data.get('max_steps', 30)
+        if not isinstance(self.max_steps, int) or isinstance(self.max_steps, bool) \
+                or self.max_steps < 1:
+            raise ConfigError(f'{self.path}: max_steps must be a whole number of at least 1, '
+                              f'got {self.max_steps!r}')
         self.catalog = self._read_catalog(data)
         self.recipe_names = tuple(self.recipes)
         self._tasks = [self._make_task(k, r) for k in self.kitchens for r in self.recipes]
@@ -178,12 +192,21 @@ class OvercookedDomain(Domain[tuple]):
                               f'capability; missing {sorted(set(MACROS) - set(gated))}, '
                               f'repeated {sorted({a for a in gated if gated.count(a) > 1})}')
         partners = {}
-        for name, entry in (data.get('partner_types') or {}).items():
-            if not isinstance(entry, dict):
-                raise ConfigError(f'{self.path}: partner type {name!r} must be a mapping')
+        types = data.get('partner_types') or {}
+        if not isinstance(types, dict):
+            raise ConfigError(f'{self.path}: partner_types maps names to {{description, '
+                              f'missing: [capabilities]}}, got {types!r}')
+        for name, entry in types.items():
+            missing = (entry.get('missing') or []) if isinstance(entry, dict) else None
+            if not isinstance(missing, list):
+                raise ConfigError(f'{self.path}: partner type {name!r} needs a mapping with '
+                                  f'"missing" a list of capabilities')
             partners[str(name)] = PartnerType(str(name), str(entry.get('description', '')),
-                                              tuple(entry.get('missing') or ()))
-        catalog = CapabilityCatalog(capabilities, partners)
+                                              tuple(str(m) for m in missing))
+        try:
+            catalog = CapabilityCatalog(capabilities, partners)
+        except CecmError as error:
+            raise ConfigError(f'{self.path}: {error}') from None
         # The capability of each macro action, by position in the catalogue.
         self.gate = {c.action: i for i, c in enumerate(catalog.capabilities)}
         return catalog
@@ -209,35 +232,22 @@ class OvercookedDomain(Domain[tuple]):
         return mask
 
     def exercised_capabilities(self, trajectory: Sequence[tuple]) -> np.ndarray:
+        """A capability is proven used at a step when every pair of macro actions (the
+        partner's, then the robot's) that explains the step has the partner use it."""
         used = np.zeros(len(self.catalog), dtype=bool)
-        partner = HELD + 1
+        options = (STAY,) + MACROS
         for before, after in zip(trajectory, trajectory[1:]):
-            kitchen = self.kitchens[after[K]]
-            boards = {kitchen.objects[k]: k for k in KNIVES}
-            for i, vegetable in enumerate(VEGETABLES):
-                old, new = before[VLOC + i], after[VLOC + i]
-                if old == new:
-                    continue
-                if new == partner:
-                    used[self.gate[f'get_{vegetable}']] = True
-                elif old == partner and new in boards:
-                    used[self.gate[f'go_to_{boards[new]}']] = True
-                elif old == partner and new >= ON_PLATE and new < SERVED \
-                        and after[PLOC + new - ON_PLATE] != HELD:
-                    used[self.gate[f'get_{PLATES[new - ON_PLATE]}']] = True
-                elif old == partner and new in kitchen.middle:
-                    used[self.gate['out_of_the_way']] = True
-                elif old in boards and ON_PLATE <= new < SERVED \
-                        and after[PLOC + new - ON_PLATE] == partner:
-                    used[self.gate[f'go_to_{boards[old]}']] = True
-            for k, plate in enumerate(PLATES):
-                old, new = before[PLOC + k], after[PLOC + k]
-                if new == partner and old != partner:
-                    used[self.gate[f'get_{plate}']] = True
-                elif old == partner and new == SERVED:
-                    used[self.gate['deliver']] = True
-                elif old == partner and new in kitchen.middle:
-                    used[self.gate['out_of_the_way']] = True
+            if before == after:
+                continue
+            needed: set[int | None] = set()
+            for partner in options:
+                middle = before if partner == STAY else self.act(before, 1, partner)[0]
+                for robot in options:
+                    reached = middle if robot == STAY else self.act(middle, 0, robot)[0]
+                    if reached == after:
+                        needed.add(None if middle == before else self.gate[partner])
+            if len(needed) == 1 and None not in needed:
+                used[needed.pop()] = True
         return used
 
     # ------------------------------------------------------------------ tasks
@@ -258,7 +268,7 @@ class OvercookedDomain(Domain[tuple]):
         return list(self._tasks)
 
     def default_partner(self) -> str:
-        return 'type_2'
+        return 'type_2' if 'type_2' in self.catalog.partner_types else super().default_partner()
 
     def task_universe(self) -> list[Task]:
         return self.tasks
@@ -316,7 +326,7 @@ class OvercookedDomain(Domain[tuple]):
         known = self._acts.get(key)
         if known is None:
             known = self._act(state, agent, macro)
-            if len(self._acts) > 2_000_000:
+            if len(self._acts) > MEMO_LIMIT:
                 self._acts.clear()
             self._acts[key] = known
         return known
@@ -603,6 +613,8 @@ class OvercookedDomain(Domain[tuple]):
             values.extend(xy(state[POS + agent]))
         values.extend(1.0 if name == state[RECIPE] else 0.0 for name in self.recipe_names)
         known = tuple(values)
+        if len(self._features) > MEMO_LIMIT:
+            self._features.clear()
         self._features[state] = known
         return known
 
@@ -629,9 +641,20 @@ class OvercookedDomain(Domain[tuple]):
 
     # ------------------------------------------------------------------ states
     def check_state(self, state: tuple) -> None:
-        if not isinstance(state, tuple) or len(state) != DONE + 1:
+        if not isinstance(state, tuple) or len(state) != DONE + 1 \
+                or state[K] not in self.kitchens or state[RECIPE] not in self.recipes \
+                or not all(isinstance(v, int) for v in state[POS:]):
             raise ConfigError(f'not an Overcooked state: {state!r}')
-        self._state_from_facts(self.state_facts(state), 'state')
+        cells = self.kitchens[state[K]].width * self.kitchens[state[K]].height
+        places = state[VLOC:VLOC + 3] + state[PLOC:PLOC + 2]
+        valid = set(range(cells)) | {HELD, HELD + 1, ON_PLATE, ON_PLATE + 1, SERVED, ABSENT}
+        if not (all(p in valid for p in places) and all(0 <= c <= CHOPS for c in
+                                                         state[CHOP:CHOP + 3])
+                and all(0 <= p < cells for p in state[POS:POS + 2])
+                and state[DONE] in (0, 1)):
+            raise ConfigError(f'not an Overcooked state: {state!r}')
+        if self._state_from_facts(self.state_facts(state), 'state') != state:
+            raise ConfigError(f'not a consistent Overcooked state: {state!r}')
 
     def state_facts(self, state: tuple) -> list[str]:
         kitchen = self.kitchens[state[K]]
@@ -673,10 +696,13 @@ class OvercookedDomain(Domain[tuple]):
                 raise ConfigError(f'{where}: malformed fact {fact!r}')
             parsed.append((match.group(1), match.group(2).split()))
         for name, args in parsed:
-            if name == 'kitchen' and len(args) == 1:
-                kitchen_name = args[0]
-            elif name == 'recipe' and len(args) == 1:
-                recipe = args[0]
+            if name in ('kitchen', 'recipe') and len(args) == 1:
+                if (kitchen_name if name == 'kitchen' else recipe) is not None:
+                    raise ConfigError(f'{where}: more than one {name} fact')
+                if name == 'kitchen':
+                    kitchen_name = args[0]
+                else:
+                    recipe = args[0]
         if kitchen_name not in self.kitchens:
             raise ConfigError(f'{where}: unknown or missing kitchen {kitchen_name!r}; '
                               f'kitchens: {", ".join(self.kitchens)}')
@@ -695,6 +721,18 @@ class OvercookedDomain(Domain[tuple]):
                 raise ConfigError(f'{where}: {fact} lies outside kitchen {kitchen.name}')
             return kitchen.cell(row, column)
 
+        special = {c for n, c in kitchen.objects.items() if n.startswith('knife')}
+        delivery = kitchen.objects['delivery']
+        chopped_named: set[str] = set()
+
+        def place(thing: str, where_code: int, fact: str) -> None:
+            if thing in places:
+                raise ConfigError(f'{where}: {fact}: {thing} is placed twice')
+            if where_code == delivery or (where_code in special and thing in PLATES):
+                raise ConfigError(f'{where}: {fact}: only a vegetable lies on a board, '
+                                  'nothing on the delivery counter')
+            places[thing] = where_code
+
         for name, args in parsed:
             fact = f'({name} {" ".join(args)})'
             if name in ('kitchen', 'recipe'):
@@ -704,25 +742,34 @@ class OvercookedDomain(Domain[tuple]):
                     position = cell(args[1:], fact)
                     if position not in kitchen.floor:
                         raise ConfigError(f'{where}: {fact}: agents stand on the floor')
+                    if args[0] in places:
+                        raise ConfigError(f'{where}: {fact}: the {args[0]} is placed twice')
                     places[args[0]] = position
                 elif args[0] in things:
                     position = cell(args[1:], fact)
                     if position in kitchen.floor:
                         raise ConfigError(f'{where}: {fact}: objects lie on counters')
-                    places[args[0]] = position
+                    place(args[0], position, fact)
                 else:
                     raise ConfigError(f'{where}: unknown object in {fact}')
             elif name == 'holds' and len(args) == 2 and args[0] in ROLES and args[1] in things:
-                places[args[1]] = HELD + ROLES.index(args[0])
+                place(args[1], HELD + ROLES.index(args[0]), fact)
             elif name == 'on' and len(args) == 2 and args[0] in VEGETABLES \
                     and args[1] in PLATES:
-                places[args[0]] = ON_PLATE + PLATES.index(args[1])
+                place(args[0], ON_PLATE + PLATES.index(args[1]), fact)
             elif name == 'served_with' and len(args) == 1 and args[0] in things:
-                places[args[0]] = SERVED
+                places.setdefault(args[0], SERVED)
+                if places[args[0]] != SERVED:
+                    raise ConfigError(f'{where}: {fact}: {args[0]} is placed twice')
             elif name == 'chopped' and len(args) == 2 and args[0] in VEGETABLES \
                     and args[1] in ('0', '1', '2', '3'):
+                if args[0] in chopped_named:
+                    raise ConfigError(f'{where}: {fact}: {args[0]} has two chop counts')
+                chopped_named.add(args[0])
                 chops[VEGETABLES.index(args[0])] = int(args[1])
             elif name == 'served' and len(args) == 1:
+                if args[0] != recipe:
+                    raise ConfigError(f'{where}: {fact}, but the recipe is {recipe}')
                 served = True
             else:
                 raise ConfigError(f'{where}: unknown fact {fact}')
