@@ -31,9 +31,9 @@ ifneq ($(filter environment%,$(origin DOMAIN)),)
 DOMAIN := tidyup
 endif
 DOMAIN ?= tidyup
-# The true partner type: one of the domain's (TidyUP low_capability, Overcooked type_2,
-# who cannot chop or deliver).
-PARTNER ?= $(if $(filter overcooked,$(DOMAIN)),type_2,low_capability)
+# The true partner type, one of the domain's; empty: the domain's default (TidyUP
+# low_capability, Overcooked type_2, who cannot chop or deliver).
+PARTNER ?=
 # WEB=1: the browser correction panel; a person answers the robot (3 tasks by default).
 WEB ?=
 WEB_ON := $(filter 1 true yes on,$(WEB))
@@ -151,8 +151,8 @@ help:
 	@sed -n '1,17p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
-	@echo "[cecm] running demo: domain=$(DOMAIN) partner=$(PARTNER) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
-	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) --partner $(PARTNER) --tasks $(TASKS) \
+	@echo "[cecm] running demo: domain=$(DOMAIN) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
+	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) $(if $(PARTNER),--partner $(PARTNER)) --tasks $(TASKS) \
 	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) $(NODE_STAMP) lint

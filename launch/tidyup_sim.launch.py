@@ -10,8 +10,9 @@ partner leaves the answers to that person.
 
 Parameters come from ``params_file`` (default: the package's config/tidyup_sim.yaml);
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
-override it when given (empty = keep the file's value); ``domain:=overcooked`` without
-``partner:=`` takes Overcooked's ``type_2`` (the file's partner is a TidyUP type). The
+override it when given (empty = keep the file's value); another ``domain:=`` without
+``partner:=`` takes that domain's default partner (Overcooked: ``type_2``), as the
+file's partner is a TidyUP type. The
 lifecycle manager configures and activates the nodes in order; the task manager then
 runs the session. When the task manager exits (exit_when_done:=true) the whole launch
 shuts down. A node process that dies is respawned, and the lifecycle manager brings it
@@ -44,9 +45,6 @@ WEB_PANEL = 'web_panel'
 PERSON_WINDOW_S = 30.0   # with web:=true: seconds a person gets to answer each intent
 
 RESPAWN_DELAY_S = 1.0
-# The partner of a built-in domain whose partner types do not include the parameters
-# file's (TidyUP's low_capability), when partner:= is not given (as `make demo`).
-DOMAIN_PARTNERS = {'overcooked': 'type_2'}
 
 ARGUMENTS = {
     'params_file': (os.path.join(get_package_share_directory(PACKAGE), 'config',
@@ -56,7 +54,7 @@ ARGUMENTS = {
                    "file; '' = params_file (tidyup)"),
     'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
                     "(household_sim, simulated_human, task_manager); '' = params_file "
-                    '(domain:=overcooked: type_2)'),
+                    "(another domain: that domain's default, Overcooked type_2)"),
     'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
     'seed': ('', "Seed of the task generator and of CE-CM's sampling; '' = params_file (0)"),
     'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
@@ -139,8 +137,8 @@ def _overrides(context) -> dict[str, dict]:
         if text:
             for node in nodes:
                 per_node[node][web_names.get(argument, argument)] = typed(text, kind)
-    partner = DOMAIN_PARTNERS.get(value('domain'))
-    if partner and not value('partner'):
+    partner = _default_partner(value('domain')) if not value('partner') else ''
+    if partner:
         for node in wiring['partner'][1]:
             per_node[node]['partner'] = partner
     if _web(context):
@@ -150,6 +148,20 @@ def _overrides(context) -> dict[str, dict]:
         # before the partner's subscription has matched (the panel's may match first).
         per_node['executor']['intent_subscribers'] = 2
     return per_node
+
+
+def _default_partner(domain: str) -> str:
+    """The domain's own default partner when domain:= names another domain than the
+    parameters file's (whose partner is a TidyUP type); '' to keep the file's."""
+    if not domain or domain == 'tidyup':
+        return ''
+    from cecm_ros.core.errors import CecmError
+    from cecm_ros.domains import load_domain
+
+    try:
+        return load_domain(domain).default_partner()
+    except CecmError:
+        return ''   # the nodes refuse the domain and say why
 
 
 def _web(context) -> bool:

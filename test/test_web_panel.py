@@ -564,6 +564,26 @@ def page(graph, browser):
     return _open_tab(graph, browser)
 
 
+@contextmanager
+def panel_in_chromium(url: str, timeout_ms: int = UI_MS):
+    """(tab, page errors) of the panel at ``url`` in a headless Chromium, once connected:
+    what the domain panel tests share."""
+    sync_playwright = _browser_or_skip()
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={'width': 1280, 'height': 800})
+        errors: list[str] = []
+        tab.on('pageerror', lambda error: errors.append(str(error)))
+        tab.goto(url)
+        tab.wait_for_function("() => document.getElementById('conn').textContent === "
+                              "'connected'", timeout=timeout_ms)
+        yield tab, errors
+        browser.close()
+    finally:
+        playwright.stop()
+
+
 def _http(url: str, headers: dict | None = None) -> tuple[int, str]:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     request = urllib.request.Request(url, headers=headers or {})

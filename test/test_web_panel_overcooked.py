@@ -29,7 +29,7 @@ from graph_fixtures import (  # noqa: E402
     scaled,
 )
 from test_graph_overcooked import TASK, write_task_file  # noqa: E402
-from test_web_panel import CHROMIUM, CHROMIUM_ARGS, _browser_or_skip  # noqa: E402
+from test_web_panel import _browser_or_skip, panel_in_chromium  # noqa: E402
 
 from cecm_ros.msg import CorrectionStatus, RobotIntent, TaskReport  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_HISTORY  # noqa: E402
@@ -87,19 +87,10 @@ def _logs(graph) -> str:
 
 @pytest.fixture(scope='module')
 def page(graph):
-    sync_playwright = _browser_or_skip()
+    _browser_or_skip()
     assert graph['url'], f'the panel did not come up\n{_logs(graph)}'
-    playwright = sync_playwright().start()
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    tab = browser.new_page(viewport={'width': 1280, 'height': 800})
-    errors: list[str] = []
-    tab.on('pageerror', lambda error: errors.append(str(error)))
-    tab.goto(graph['url'])
-    tab.wait_for_function("() => document.getElementById('conn').textContent === "
-                          "'connected'", timeout=UI_MS)
-    yield tab, errors
-    browser.close()
-    playwright.stop()
+    with panel_in_chromium(graph['url'], UI_MS) as opened:
+        yield opened
 
 
 # Why the executor refuses an answer to a step that was over as it arrived.
