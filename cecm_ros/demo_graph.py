@@ -49,6 +49,8 @@ _DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
 # "[INFO] [task_manager]: message", optionally behind ros2 launch's "[task_manager-6] ".
 LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
 PANEL_URL = re.compile(r'web panel: (?P<url>http://\S+)')
+# The nodes that plan, and so take the plan_store parameter.
+PLANNING_NODES = ('joint_planner', 'capability_estimator', 'simulated_human', 'task_manager')
 OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
 
 
@@ -103,9 +105,14 @@ def write_params(base: Path, args, out: Path) -> Path:
     domain = getattr(args, 'domain', None)
     if domain and Path(domain).is_file():
         domain = str(Path(domain).resolve())
+    plan_store = 'off' if getattr(args, 'no_plan_store', False) else \
+        str(Path(args.plan_store).expanduser().resolve()) if getattr(args, 'plan_store', None) \
+        else ''
     for node in graph_nodes(args):
         entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
         entry.update(settings.get(node, {}))
+        if node in PLANNING_NODES:
+            entry['plan_store'] = plan_store
         if domain:
             entry['domain'] = domain
         for key, value in files.items():
@@ -162,7 +169,8 @@ def demo_environment() -> dict[str, str]:
         global _DOMAIN
         _DOMAIN = reserve_domain_id()
         env['ROS_DOMAIN_ID'] = str(_DOMAIN.domain_id)
-    env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = OUTPUT_FORMAT
+    # A format of the caller's own (with {time}, say) is kept.
+    env.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', OUTPUT_FORMAT)
     env['PYTHONUNBUFFERED'] = '1'
     return env
 
@@ -266,6 +274,7 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
     _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
          f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
          f'node logs in {log_dir}' + (f'; recording every topic to {record}' if record else ''))
+    _say(_plan_store_line(args))
     code = 1
     try:
         for node in nodes:
@@ -416,3 +425,15 @@ def run_graph_demo(args) -> int:
 
 if __name__ == '__main__':
     sys.exit('run the demo with `cecm demo`')
+
+
+def _plan_store_line(args) -> str:
+    """Where the nodes keep their plans (what makes a second run fast)."""
+    from .core.plan_store import default_store_path
+
+    if getattr(args, 'no_plan_store', False):
+        return 'plans: made anew in every node (--no-plan-store)'
+    path = Path(args.plan_store).expanduser() if getattr(args, 'plan_store', None) \
+        else default_store_path()
+    return (f'plans: kept in {path} and reused by later runs (--no-plan-store: off; '
+            '`cecm cache clear` empties it)')

@@ -75,6 +75,9 @@ ARGUMENTS = {
                        '(partner)'),
     'store_path': ('', "The partner store (SQLite); 'memory' = kept in memory only; '' = "
                        'params_file (~/.ros/cecm_ros/partners-{domain}.sqlite)'),
+    'plan_store': ('', "Plans kept on disk for later runs (SQLite) by the nodes that plan: "
+                       "'off' = none, a file path, or '' = params_file (the user's cache: "
+                       '$XDG_CACHE_HOME/cecm_ros/plans.sqlite)'),
     'journal_dir': ('', "Where session journals go; 'none' = no journal; '' = params_file "
                         '(~/.ros/cecm_ros/sessions)'),
     'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "
@@ -122,6 +125,8 @@ def _overrides(context) -> dict[str, dict]:
         'summary_path': (str, ['task_manager']),
         'partner_id': (str, ['capability_estimator', 'task_manager']),
         'store_path': (str, ['capability_estimator']),
+        'plan_store': (str, ['joint_planner', 'capability_estimator', 'simulated_human',
+                             'task_manager']),
         'journal_dir': (str, ['task_manager']),
         'heldout_tasks': (int, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),

@@ -257,3 +257,59 @@ def run_universe_benchmark(model: Domain, partner: str, samples: int = 500, seed
         'update_s': round(update_s, 3),
         'peak_rss_mb': _peak_rss_mb(), 'per_task': per_task,
     }
+
+
+def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed: int = 0,
+                          jobs: int = 2, tasks: int = 5, task_choice: str = 'informative',
+                          candidates: int = 5, store_path: str | None = None,
+                          progress: Callable[[str], None] | None = None) -> dict:
+    """A session as ``make demo`` runs it (the most informative of ``candidates`` tasks,
+    the robot and the simulated partner, one update per task), in this process, twice:
+    first on a plan store that is new (every plan made, as a first demo on a fresh
+    machine does), then again on the plans the first left in it (a repeated session).
+
+    ``first_task_s`` is the time from the session's start to its first update's end;
+    the update times are the estimator's alone (the plans the choice made are reused).
+    """
+    import tempfile
+
+    from .experiment import ExperimentSettings, run_once
+
+    say = progress or (lambda line: None)
+    epsilon = model.default_epsilon or EstimatorSettings().epsilon
+    settings = ExperimentSettings(partner=partner, method='cecm', runs=1, tasks=tasks,
+                                  seed=seed, jobs=jobs, heldout=0, task_choice=task_choice,
+                                  candidates=candidates,
+                                  estimator=EstimatorSettings(samples=samples,
+                                                              epsilon=epsilon))
+    sessions = []
+    with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
+        store = store_path or str(Path(scratch) / 'plans.sqlite')
+        for label in ('cold', 'warm'):
+            timings: list[dict] = []
+            began = time.perf_counter()
+            with model.planner(workers=jobs, plan_cache=store) as planner:
+                results = run_once(model, planner, settings, 0, timings=timings)
+                plans_made = planner.calls
+            wall = time.perf_counter() - began
+            sessions.append({'session_s': wall, 'plans_made': plans_made,
+                             'timings': timings, 'hamming': results[-1].hamming})
+            say(f'{label} session: {wall:.1f} s, {plans_made} plans made, updates '
+                + ', '.join(f'{t["update_s"]:.2f}' for t in timings) + ' s')
+    cold, warm = sessions
+    updates = np.array([t['update_s'] for t in cold['timings']])
+    return {
+        'first_task_s': round(cold['timings'][0]['total_s'], 3),
+        'update_median_s': round(float(np.median(updates)), 3),
+        'update_p95_s': round(float(np.percentile(updates, 95)), 3),
+        'session_tasks': tasks, 'session_task_choice': task_choice,
+        'session_cold_s': round(cold['session_s'], 2),
+        'session_warm_s': round(warm['session_s'], 2),
+        'warm_speedup': round(cold['session_s'] / warm['session_s'], 1)
+        if warm['session_s'] > 0 else None,
+        'session_plans_made': [cold['plans_made'], warm['plans_made']],
+        'same_result_warm': cold['hamming'] == warm['hamming'],
+        'session_per_task': [{key: (round(value, 3) if isinstance(value, float) else value)
+                              for key, value in entry.items()}
+                             for entry in cold['timings']],
+    }

@@ -177,7 +177,8 @@ def split_tasks(model: Domain, seed: int, count: int) -> tuple[list, list]:
 
 def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
              run: int, report: Callable[[str], None] | None = None,
-             robot_planner: Planner | None = None) -> list[TaskResult]:
+             robot_planner: Planner | None = None,
+             timings: list[dict] | None = None) -> list[TaskResult]:
     """One run: a seeded task sequence with one estimator learning along it.
 
     With informative task choice each task is the most informative of ``candidates``
@@ -185,7 +186,8 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
     the seeded generator draws. In a domain with few tasks the run learns on the first
     ``tasks`` of a seeded order (informative choice picks the order among them) and
     the rest are held out. ``robot_planner`` plans for the robot when it is not
-    ``planner`` (a domain's own optimistic baseline).
+    ``planner`` (a domain's own optimistic baseline). ``timings``, when given, gets one
+    entry per task: the seconds its choice, its execution and its update took.
     """
     seed = run_seed(settings.seed, run)
     informative = settings.task_choice == 'informative'
@@ -215,12 +217,19 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
                                  settings.estimator.epsilon)
             task = sequence.take(choice.index)
+            chosen = time.perf_counter()
             information = choice.information[choice.index] if choice.information else 0.0
             human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
                                    seed=partner_seed(seed, task.task_id))
             record = run_shared_task(model, task,
                                      RobotTeammate(robot_planner, estimator.estimate), human)
+            executed = time.perf_counter()
             update = estimator.update(task, record.trajectory)
+            if timings is not None:
+                now = time.perf_counter()
+                timings.append({'task': task.task_id, 'choose_s': chosen - started,
+                                'execute_s': executed - chosen, 'update_s': now - executed,
+                                'total_s': now - started})
             result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
                                   update.samples_accepted, update.message, run, index,
                                   [entry.status for entry in estimator.belief.report])

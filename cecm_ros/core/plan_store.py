@@ -102,15 +102,28 @@ class PlanStore:
             raise PlanStoreUnavailableError(f'plan cache {self.path}: {error}') from None
 
     # --------------------------------------------------------------- opening
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, wal: bool = True) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        connection.execute('PRAGMA journal_mode=WAL')
-        connection.execute('PRAGMA synchronous=NORMAL')
+        if wal:
+            connection.execute('PRAGMA journal_mode=WAL')
+            connection.execute('PRAGMA synchronous=NORMAL')
         return connection
 
     def _create(self) -> None:
-        connection = self._connect()
+        # Looked at before anything is written: a foreign SQLite file is left as it was.
+        connection = self._connect(wal=False)
         try:
+            tables = {row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables:
+                row = connection.execute(
+                    "SELECT value FROM meta WHERE key = 'format'").fetchone() \
+                    if 'meta' in tables else None
+                if row is None or row[0] != FORMAT:
+                    raise ForeignStoreError(
+                        f'format {row[0] if row else None!r}, not {FORMAT!r} (tables: '
+                        f'{", ".join(sorted(tables))})')
+            connection.execute('PRAGMA journal_mode=WAL')
             connection.execute('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, '
                                'value TEXT)')
             connection.execute('CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, '
@@ -273,6 +286,7 @@ def plan_to_text(domain: Domain, plan: JointPlan) -> str:
         'trajectory': [domain.state_to_text(s) for s in plan.trajectory],
         'used': sorted(plan.human_capabilities_used),
         'planning_time_s': plan.planning_time_s, 'planner_cost': plan.planner_cost,
+        'sequential': list(plan.sequential),
     }, separators=(',', ':'))
 
 
@@ -285,7 +299,8 @@ def plan_from_text(domain: Domain, task_id: str, text: str) -> JointPlan:
                      trajectory=tuple(domain.state_from_text(s) for s in data['trajectory']),
                      human_capabilities_used=frozenset(int(i) for i in data['used']),
                      planning_time_s=float(data['planning_time_s']),
-                     planner_cost=int(data['planner_cost']))
+                     planner_cost=int(data['planner_cost']),
+                     sequential=tuple(str(a) for a in data.get('sequential', ())))
 
 
 def plan_key(scope: str, task_key: tuple, vector_bits: str) -> str:

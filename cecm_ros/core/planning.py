@@ -10,6 +10,7 @@ are already known for a task.
 from __future__ import annotations
 
 import threading
+import warnings
 from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -19,7 +20,17 @@ import numpy as np
 
 from .domain import Domain, JointPlan, Planner, PlannerGuarantees, Task
 from .errors import CecmError
-from .plan_store import PlanStore, plan_from_text, plan_key, plan_to_text
+from .plan_store import (
+    PlanStore,
+    PlanStoreUnavailableError,
+    plan_from_text,
+    plan_key,
+    plan_to_text,
+)
+
+# What a planner's ``plan_cache`` option takes: True (the store in the user's cache
+# directory), False (none) or the path of a store file.
+PlanCacheOption = bool | str
 
 
 class CachingPlanner(Planner):
@@ -92,6 +103,19 @@ class CachingPlanner(Planner):
         if store is not None and not self.guarantees.deterministic:
             raise ValueError('only a deterministic planner may keep plans on disk')
         self.store, self.store_scope = store, scope
+
+    def open_store(self, plan_cache: PlanCacheOption | None, scope: str) -> None:
+        """Keep plans in the store ``plan_cache`` names (True: the default one); a store
+        that cannot be opened is a warning, and this planner then plans without one."""
+        if not plan_cache:
+            return
+        try:
+            store = PlanStore(plan_cache if isinstance(plan_cache, str) else None)
+        except PlanStoreUnavailableError as error:
+            warnings.warn(f'{error}; planning without a plan cache', RuntimeWarning,
+                          stacklevel=3)
+            return
+        self.use_store(store, scope)
 
     def _solve_or_load(self, task: Task, vectors: list[bytes]) -> list[JointPlan]:
         """Plans of the given vectors: from the store where kept there, else solved (and

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -118,6 +119,7 @@ class SessionJournal:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None
         self.events: list[dict] = []
+        self._lock = threading.Lock()   # metrics are journaled from a thread of their own
         if self.path is not None and self.path.is_file():
             for line in self.path.read_text().splitlines():
                 try:
@@ -129,17 +131,20 @@ class SessionJournal:
 
     def append(self, event: str, **fields) -> None:
         record = {'event': event, 'time': time.time(), **fields}
-        self.events.append(record)
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, 'a') as stream:
-            stream.write(json.dumps(record) + '\n')
-            stream.flush()
-            os.fsync(stream.fileno())
+        with self._lock:
+            self.events.append(record)
+            if self.path is None:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, 'a') as stream:
+                stream.write(json.dumps(record) + '\n')
+                stream.flush()
+                os.fsync(stream.fileno())
 
     def _last(self, event: str, index: int) -> dict | None:
-        found = [e for e in self.events if e['event'] == event and e.get('index') == index]
+        with self._lock:
+            events = list(self.events)
+        found = [e for e in events if e['event'] == event and e.get('index') == index]
         return found[-1] if found else None
 
     def chosen(self, index: int) -> str | None:
@@ -148,9 +153,17 @@ class SessionJournal:
         return started['task_id'] if started else None
 
     def result(self, index: int) -> TaskResult | None:
-        """The finished task's metrics row, or None."""
+        """The finished task's metrics row (with its held-out metrics once they were
+        journaled, which happens after the task), or None."""
         done = self._last('done', index)
-        return TaskResult(**done['result']) if done else None
+        if not done:
+            return None
+        result = TaskResult(**done['result'])
+        metrics = self._last('metrics', index)
+        if metrics and metrics['time'] >= done['time']:
+            result.heldout_agreement = float(metrics['heldout_agreement'])
+            result.hamming_identifiable = float(metrics['hamming_identifiable'])
+        return result
 
     def failure(self, index: int) -> dict | None:
         """The 'failed' record of position ``index`` (it ran and failed), or None."""
@@ -161,8 +174,10 @@ class SessionJournal:
             and self._last('failed', index) is None
 
     def records(self, event: str) -> list[dict]:
-        return [e for e in self.events if e['event'] == event]
+        with self._lock:
+            return [e for e in self.events if e['event'] == event]
 
     @property
     def finished(self) -> bool:
-        return any(e['event'] == 'finished' for e in self.events)
+        with self._lock:
+            return any(e['event'] == 'finished' for e in self.events)

@@ -116,6 +116,7 @@ class CapabilityEstimator(CecmNode):
                      "domain); '' or 'memory' = in memory only (lost at exit)")
         self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
                      low=1, high=64)
+        self.declare_plan_store()
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
         self.planner: Planner | None = None
@@ -144,7 +145,8 @@ class CapabilityEstimator(CecmNode):
         self.store = PartnerStore(
             _expand(path).replace('{domain}', self.model.name) if path else ':memory:')
         self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
-                                    workers=self.param('planner_workers'))
+                                          workers=self.param('planner_workers'),
+                                          **self.planner_options())
         self.evaluator = evaluator_for(self.method, self.planner)
         belief = self.store.load(self.partner_id)
         try:

@@ -17,6 +17,7 @@ import time
 import traceback
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -296,6 +297,20 @@ class CecmNode(LifecycleNode):
                      'The domain: a registered name (cecm domains) or a domain file',
                      check=self._domain_check)
 
+    def declare_plan_store(self) -> None:
+        """The ``plan_store`` parameter of a node that plans (see :meth:`planner_options`)."""
+        self.declare('plan_store', '',
+                     "Plans kept on disk for every later process (SQLite): '' = the user's "
+                     "cache ($XDG_CACHE_HOME/cecm_ros/plans.sqlite), 'off' = none, else a "
+                     'file path', check=_plan_store_check)
+
+    def planner_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``Domain.planner`` the ``plan_store`` parameter gives."""
+        value = str(self.param('plan_store')).strip()
+        if value.lower() == 'off':
+            return {'plan_cache': False}
+        return {'plan_cache': str(Path(value).expanduser()) if value else True}
+
     def _domain_check(self, spec: str) -> str:
         """A domain that loads (a domain file is read and checked now, not at configure)."""
         problem = _known_domain(spec)
@@ -433,6 +448,11 @@ class CecmNode(LifecycleNode):
         """
         if planner is None:
             return
+        if getattr(planner, 'calls', 0) or getattr(planner, 'store_hits', 0):
+            self.get_logger().info(
+                f'planner: {planner.calls} plans made, {planner.store_hits} read from the '
+                'plan store' + ('' if getattr(planner, 'store', None) is not None
+                                else ' (no plan store)'))
         if not self.stopping.is_set():
             planner.close()
             return
@@ -837,3 +857,23 @@ def finish_goal(transition) -> None:
         transition()
     except Exception:  # noqa: BLE001 - the goal may be gone (shutdown)
         pass
+
+
+def _plan_store_check(value: str) -> str:
+    """'' (the default store), 'off', or a file path whose folder is not a file."""
+    value = value.strip()
+    if not value or value.lower() == 'off':
+        return ''
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return f'{value!r} is a directory; give the path of a store file (or \'off\')'
+    return ''
+
+
+def lower_priority(niceness: int = 10) -> None:
+    """Run the calling thread (and the threads and processes it starts, which inherit
+    it) at a lower CPU priority: for work beside the critical path, such as metrics."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+    except (OSError, AttributeError):
+        pass   # not Linux, or not allowed: the work runs at the usual priority

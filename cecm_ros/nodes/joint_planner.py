@@ -23,6 +23,7 @@ class JointPlannerNode(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('joint_planner', **kwargs)
         self.declare_model_parameters()
+        self.declare_plan_store()
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes (parallel requests)',
@@ -35,7 +36,8 @@ class JointPlannerNode(CecmNode):
     def configure(self) -> None:
         self.model = self.load_model()
         self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
-                                    workers=self.param('planner_workers'))
+                                          workers=self.param('planner_workers'),
+                                          **self.planner_options())
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'joint_plan', QOS_LATCHED)
         self._entities = [
             self.plan_pub,

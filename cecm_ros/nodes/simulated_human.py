@@ -86,6 +86,7 @@ class SimulatedHumanNode(CecmNode):
         self.declare('answer_intents', True,
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
+        self.declare_plan_store()
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
@@ -105,7 +106,8 @@ class SimulatedHumanNode(CecmNode):
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
         self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
-                                    workers=self.param('planner_workers'))
+                                          workers=self.param('planner_workers'),
+                                          **self.planner_options())
         self.forgo = self.param('forgo_probability')
         self.answers = self.param('answer_intents')
         self.human = CoreHuman(self.planner, self.truth, self.forgo)

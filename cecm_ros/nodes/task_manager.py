@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -50,7 +51,7 @@ from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
-from cecm_ros.core.experiment import TASK_CHOICES
+from cecm_ros.core.experiment import TASK_CHOICES, add_heldout_metrics
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.partners import steps_off_plan
@@ -82,6 +83,7 @@ from cecm_ros.nodes.common import (
     StopRequestedError,
     WaitInterruptedError,
     existing_file,
+    lower_priority,
     not_empty,
     ros_name,
     run_node,
@@ -144,6 +146,7 @@ class TaskManager(CecmNode):
                      'lifecycle manager loses or heals one of them the running task goes on '
                      '(the loss of any other node interrupts it)',
                      ParameterType.PARAMETER_STRING_ARRAY)
+        self.declare_plan_store()
         self.declare('heldout_tasks', 40,
                      'Held-out tasks on which the plan under each new estimate is compared '
                      'with the plan under the TRUE capabilities (metrics only; 0 = off)',
@@ -223,6 +226,9 @@ class TaskManager(CecmNode):
         self.candidates = self.param('task_candidates')
         self.pool = None   # the held-out pool, built on first use (it plans)
         self.pool_warming = None   # the thread that plans its belief-free part ahead
+        # The held-out metrics of finished tasks, worked off beside the next tasks.
+        self.metrics_worker: ThreadPoolExecutor | None = None
+        self.metrics_pending: list[Future] = []
         self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
                                               callback_group=self.group)
         self.progress_client = self.create_client(SessionProgress,
@@ -291,6 +297,11 @@ class TaskManager(CecmNode):
 
     def teardown(self) -> None:
         self._cancel_timer()
+        worker, self.metrics_worker = getattr(self, 'metrics_worker', None), None
+        if worker is not None:
+            # A job at work stops at the pool's next check (it is no longer this node's).
+            worker.shutdown(wait=False, cancel_futures=True)
+        self.pool = None
         super().teardown()
 
     # ------------------------------------------------------------------- topics
@@ -506,6 +517,7 @@ class TaskManager(CecmNode):
         results, error, estimator = [], '', None
         self.failed, self.interruptions = [], []
         self.session_id = ''
+        self.task_reports: dict[int, TaskReport] = {}
         try:
             count = num_tasks or self.param('num_tasks')
             self.session_id, ordinal, journal, applied = self._open_session(count)
@@ -533,6 +545,7 @@ class TaskManager(CecmNode):
                 task, offered, information = self._next_task(tasks, label, known)
                 if done is not None:
                     results.append(done)
+                    self._queue_heldout_metrics(journal, index, len(tasks), done)
                     continue
                 failure = journal.failure(index)
                 if failure is not None and index not in applied:
@@ -551,6 +564,7 @@ class TaskManager(CecmNode):
                     result.candidates, result.information = offered, round(information, 4)
                     journal.append('done', index=index, result=asdict(result))
                     results.append(result)
+                    self._queue_heldout_metrics(journal, index, len(tasks), result)
             journal.append('finished')
         except StopRequestedError as stopped:
             if self.stopping.is_set():
@@ -581,6 +595,7 @@ class TaskManager(CecmNode):
                 belief = self.belief
             for line in conv.report_lines(belief) if belief is not None else []:
                 self.get_logger().info(f'[belief] {line}')
+        self._wait_heldout_metrics()
         self._write_summary(results, estimator, wall, error)
         if self.param('exit_when_done'):
             self.exit_code = 1 if error else 0
@@ -818,16 +833,13 @@ class TaskManager(CecmNode):
                 self.model, index, task, estimate, self.truth, robot_plan, human_plan,
                 outcome.corrections, outcome.robot_actions, outcome.goal_reached,
                 update.samples_accepted, update.message, theta=list(belief.theta),
-                statuses=list(belief.status), pool=self._heldout_pool())
+                statuses=list(belief.status))
         except InterruptedWorkError:
             raise StopRequestedError('task_manager is stopping') from None
-        heldout = ('' if math.isnan(result.heldout_agreement) else
-                   f' heldout={result.heldout_agreement:.2f}'
-                   f' (identifiable hamming {result.hamming_identifiable:.2f})')
         decided = f' decided={result.decided}' if belief.status else ''
         self.get_logger().info(
             f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f})'
-            f'{heldout} corrections={result.corrections}/{result.robot_decisions} '
+            f' corrections={result.corrections}/{result.robot_decisions} '
             f'iou={result.iou:.2f} infeasible={result.infeasible_assigned} '
             f'accepted={result.accepted_samples}{decided} steps={len(trajectory) - 1} '
             f'({time.perf_counter() - started:.1f} s); estimate lacks '
@@ -842,7 +854,60 @@ class TaskManager(CecmNode):
             status=list(belief.status), goal_reached=bool(result.goal_reached))
         report.header.stamp = self.stamp()
         self.report_pub.publish(report)
+        self.task_reports[index] = report
         return result
+
+    def _queue_heldout_metrics(self, journal: SessionJournal, index: int, count: int,
+                               result) -> None:
+        """The held-out metrics of a finished task (some hundred plans), worked off in
+        the background at a low priority: the next task does not wait for them, only the
+        summary does. They are journaled, logged, and sent as an updated task report."""
+        pool = self._heldout_pool()
+        if pool is None or not math.isnan(result.heldout_agreement):
+            return
+        with self.locked():
+            if self.metrics_worker is None:
+                self.metrics_worker = ThreadPoolExecutor(
+                    1, thread_name_prefix='heldout_metrics', initializer=lower_priority)
+            worker = self.metrics_worker
+        label = f'[task {index + 1}/{count}] {result.task_id}'
+        self.metrics_pending.append(
+            worker.submit(self._heldout_metrics, pool, journal, index, label, result))
+
+    def _heldout_metrics(self, pool: HeldoutPool, journal: SessionJournal, index: int,
+                         label: str, result) -> None:
+        try:
+            add_heldout_metrics(self.model, pool, [result])
+        except InterruptedWorkError:
+            return
+        except Exception as error:  # noqa: BLE001 - metrics only; the session goes on
+            self.get_logger().warning(f'{label}: the held-out metrics failed: {error!r}')
+            return
+        journal.append('metrics', index=index, heldout_agreement=result.heldout_agreement,
+                       hamming_identifiable=result.hamming_identifiable)
+        self.get_logger().info(f'{label}: heldout={result.heldout_agreement:.2f} '
+                               f'(identifiable hamming {result.hamming_identifiable:.2f})')
+        report = self.task_reports.get(index)
+        if report is not None and report.task_id == result.task_id and self.active:
+            report.heldout_agreement = float(result.heldout_agreement)
+            report.header.stamp = self.stamp()
+            self.report_pub.publish(report)
+
+    def _wait_heldout_metrics(self) -> None:
+        """The summary needs every task's held-out metrics: wait for those queued."""
+        pending, self.metrics_pending = self.metrics_pending, []
+        if not pending or self.stopping.is_set():
+            return
+        started = time.perf_counter()
+        for future in pending:
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001, S110 - logged by the job itself
+                pass
+        waited = time.perf_counter() - started
+        if waited > 0.5:
+            self.get_logger().info(f'held-out metrics of the session done {waited:.1f} s '
+                                   'after its last task')
 
     def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float,
                             interrupt=None):
@@ -885,7 +950,7 @@ class TaskManager(CecmNode):
         if size <= 0:
             return None
         if self.pool is None:
-            self.planner = self.model.planner(workers=2)
+            self.planner = self.model.planner(workers=2, **self.planner_options())
             # Plans shared between vectors only where the planner is cost-optimal (not
             # Overcooked's MCTS), as in `cecm experiment`.
             pool = HeldoutPool(self.model, evaluator_for('cecm', self.planner),
@@ -907,6 +972,9 @@ class TaskManager(CecmNode):
             return
 
         def warm() -> None:
+            # Metrics only: at a low CPU priority (this thread, and the planner threads
+            # and processes it starts), so that the first task's planning goes first.
+            lower_priority()
             started = time.perf_counter()
             try:
                 identifiable = pool.identifiable(self.truth)

@@ -26,7 +26,6 @@ import math
 import random
 import threading
 import time
-import warnings
 from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -38,7 +37,7 @@ import numpy as np
 
 from cecm_ros.core.domain import NOOP, JointPlan, JointStep, PlannerGuarantees, Task
 from cecm_ros.core.errors import ConfigError
-from cecm_ros.core.plan_store import PlanStore, PlanStoreUnavailableError, files_digest
+from cecm_ros.core.plan_store import files_digest
 from cecm_ros.core.planning import CachingPlanner
 
 from .kitchen import VEGETABLES
@@ -397,15 +396,8 @@ class MctsPlanner(CachingPlanner):
         self.workers = max(1, int(workers))
         self._pool: ProcessPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        if plan_cache:
-            try:
-                store = PlanStore(plan_cache if isinstance(plan_cache, str) else None)
-            except PlanStoreUnavailableError as error:
-                warnings.warn(f'{error}; planning without a plan cache', RuntimeWarning,
-                              stacklevel=2)
-            else:
-                self.use_store(store, files_digest(
-                    domain.fingerprint_files(), ('mcts', RULES_VERSION, asdict(self.settings))))
+        self.open_store(plan_cache, files_digest(
+            domain.fingerprint_files(), ('mcts', RULES_VERSION, asdict(self.settings))))
 
     def with_seed(self, seed: int) -> MctsPlanner:
         twin = MctsPlanner(self.domain, workers=1, plan_cache=False,

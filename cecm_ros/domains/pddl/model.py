@@ -11,6 +11,7 @@ it through unified-planning and grounds it twice over:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 import zlib
@@ -511,6 +512,19 @@ class PddlModel(Domain[int]):
                 raise ConfigError(f'proposition {text!r} is listed twice')
             state |= bit
         return state
+
+    def plan_scope(self) -> str:
+        """A hash of everything this model's plans depend on besides the task and the
+        vector: the PDDL text, the grounded actions (effects, costs, gates) and the order
+        plans are written in. Two models with equal scopes plan alike."""
+        digest = hashlib.sha256(self._domain_text.encode())
+        digest.update(repr((self.propositions, self.catalog.names, self.agents,
+                            sorted(self.schema_rank.items()))).encode())
+        for action in self.actions:
+            digest.update(repr((action.name, action.agent, action.pre, action.add,
+                                action.delete, action.cost, action.planner_cost, action.gate,
+                                action.statically_possible)).encode())
+        return digest.hexdigest()[:32]
 
     def planner(self, workers: int = 1, **options):
         from .planner import FastDownwardPlanner

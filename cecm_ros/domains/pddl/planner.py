@@ -40,6 +40,9 @@ from .fast_downward import FastDownwardSearch, TranslatedTask, fast_downward_roo
 from .planning_worker import receive, send
 
 DEFAULT_ENGINE = 'fast-downward-opt'
+# Part of every stored plan's key: raise it when a change here (the search, the lifting
+# into joint steps, the canonical order) can change the plan of a (task, vector).
+PLANNER_VERSION = 1
 UNSOLVABLE = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
 
 
@@ -271,12 +274,14 @@ class FastDownwardPlanner(CachingPlanner):
     unified-planning call in one of up to ``workers`` planning processes (started on
     first use, see ``planning_worker``); that path also confirms every "unsolvable".
     :meth:`plan_many` uses several cores either way. Thread-safe. Call :meth:`close`
-    (or use ``with``) to stop the workers.
+    (or use ``with``) to stop the workers. With ``plan_cache`` (a path, or True for the
+    user's cache directory) plans are kept on disk for later processes
+    (:mod:`cecm_ros.core.plan_store`).
     """
 
     def __init__(self, model: PddlModel, engine: str = DEFAULT_ENGINE,
                  timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000,
-                 reuse_translation: bool = True):
+                 reuse_translation: bool = True, plan_cache: bool | str = False):
         if workers < 1:
             raise ValueError(f'workers must be at least 1, got {workers}')
         optimal = engine == DEFAULT_ENGINE
@@ -292,6 +297,10 @@ class FastDownwardPlanner(CachingPlanner):
         self._translations: OrderedDict[tuple, tuple[TranslatedTask, np.ndarray]] = \
             OrderedDict()
         self._search_threads: ThreadPoolExecutor | None = None
+        # A plan is the same whether or not the translation is reused; the timeout only
+        # decides whether there is one (a timeout is raised, never stored).
+        self.open_store(plan_cache, repr(('fast-downward', PLANNER_VERSION, engine,
+                                          model.plan_scope())))
 
     def close(self) -> None:
         """Stop the planning workers; the next planning call starts new ones."""
@@ -301,7 +310,9 @@ class FastDownwardPlanner(CachingPlanner):
         for worker in workers:
             worker.close()
         if threads is not None:
-            threads.shutdown(wait=True)
+            # Searches not begun are dropped (a planning call still waiting for them
+            # fails): closing waits for at most the searches under way.
+            threads.shutdown(wait=True, cancel_futures=True)
 
     # ---------------------------------------------------------------- internals
     def _started_workers(self, wanted: int) -> list[_WorkerProcess]:
