@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections import deque
 from pathlib import Path
 
@@ -320,6 +321,38 @@ def test_mcts_is_deterministic_per_seed_in_any_process(domain):
                             check=True, env={'PYTHONHASHSEED': '123',
                                              'PATH': '/usr/bin:/bin'}).stdout.strip()
     assert output == '|'.join(domain.state_to_text(s) for s in first.trajectory)
+
+
+def test_search_processes_end_with_a_parent_that_was_killed(tmp_path):
+    """A parent killed outright (no pool shutdown) leaves no search process behind."""
+    script = textwrap.dedent(f'''
+        import numpy as np
+        from cecm_ros.domains.overcooked.model import OvercookedDomain
+        d = OvercookedDomain({str(CONFIG / 'domain.yaml')!r})
+        planner = d.planner(workers=2, plan_cache=False, simulations=5000)
+        task = d.tasks[0]
+        vectors = np.random.default_rng(0).random((8, len(d.catalog))) < 0.5
+        import threading, time
+        threading.Thread(target=planner.plan_many, args=(task, vectors), daemon=True).start()
+        while planner._pool is None or len(planner._pool._processes or ()) < 2:
+            time.sleep(0.1)
+        print(' '.join(str(p) for p in planner._pool._processes), flush=True)
+        time.sleep(600)
+    ''')
+    parent = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True)
+    try:
+        children = [int(pid) for pid in parent.stdout.readline().split()]
+    finally:
+        parent.kill()
+        parent.wait()
+    assert len(children) == 2
+    deadline = time.monotonic() + 60
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [pid for pid in children if Path(f'/proc/{pid}').exists()
+                 and 'Z' not in Path(f'/proc/{pid}/stat').read_text().split()[2]]
+    assert not alive, f'search processes {alive} outlived their parent'
 
 
 def test_bad_planner_settings_are_named(domain):

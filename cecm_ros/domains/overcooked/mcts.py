@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import random
 import threading
 import time
@@ -366,9 +367,19 @@ def joint_plan(domain: OvercookedDomain, task: Task, chosen: list[tuple[str, str
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_start(path: str, settings: dict) -> None:
+def _worker_start(path: str, settings: dict, parent: int) -> None:
     _WORKER['domain'] = OvercookedDomain(path)
     _WORKER['settings'] = MctsSettings(**settings)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
+                     name='parent_watch').start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A search process outlives no parent: one killed (SIGKILL, say) cannot shut its
+    pool down, and its searches would run on for nobody."""
+    while os.getppid() == parent:
+        time.sleep(2.0)
+    os._exit(0)
 
 
 def _worker_plan(task: Task, vector: bytes) -> JointPlan:
@@ -422,7 +433,7 @@ class MctsPlanner(CachingPlanner):
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=get_context('spawn'), initializer=_worker_start,
-                    initargs=(str(self.domain.path), asdict(self.settings)))
+                    initargs=(str(self.domain.path), asdict(self.settings), os.getpid()))
         return list(self._pool.map(_worker_plan, [task] * len(vectors),
                                    [v.tobytes() for v in vectors],
                                    chunksize=max(1, len(vectors) // (4 * self.workers))))
