@@ -212,24 +212,26 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                     and index >= settings.switch_after:
                 partner = settings.switch_partner
             truth = model.catalog.resolve(partner)
-            started = time.perf_counter()
+            started, calls = time.perf_counter(), planner.calls
             candidates = sequence.offer()
             choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
                                  settings.estimator.epsilon)
             task = sequence.take(choice.index)
-            chosen = time.perf_counter()
+            chosen, chosen_calls = time.perf_counter(), planner.calls
             information = choice.information[choice.index] if choice.information else 0.0
             human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
                                    seed=partner_seed(seed, task.task_id))
             record = run_shared_task(model, task,
                                      RobotTeammate(robot_planner, estimator.estimate), human)
-            executed = time.perf_counter()
+            executed, executed_calls = time.perf_counter(), planner.calls
             update = estimator.update(task, record.trajectory)
             if timings is not None:
                 now = time.perf_counter()
                 timings.append({'task': task.task_id, 'choose_s': chosen - started,
                                 'execute_s': executed - chosen, 'update_s': now - executed,
-                                'total_s': now - started})
+                                'total_s': now - started,
+                                'choose_plans': chosen_calls - calls,
+                                'update_plans': planner.calls - executed_calls})
             result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
                                   update.samples_accepted, update.message, run, index,
                                   [entry.status for entry in estimator.belief.report])
