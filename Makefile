@@ -92,14 +92,17 @@ APP_DEPS := \
   mcap-ros2-support==0.6.0
 # Tests and lint (pytest < 9: launch_testing's plugin breaks on pytest 9). Playwright
 # drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`);
-# rosbags reads the recordings in the tests as a second, independent decoder.
+# rosbags reads the recordings in the tests as a second, independent decoder; ray is
+# `cecm sweep --address`'s optional backend (setup.py's extra 'ray'), which
+# test/test_sweep.py runs on a local head.
 DEV_DEPS := \
   pytest==8.4.2 \
   ruff==0.17.6 \
   mypy==2.4.1 \
   types-PyYAML==6.0.12.20261122 \
   playwright==1.65.2 \
-  rosbags==0.11.9
+  rosbags==0.11.9 \
+  ray==2.60.0
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
 # The stock roslibjs client that test/test_web_panel_roslibjs.py drives the web panel
 # with, from the npm registry into $(NODE_DIR) (needs Node.js 20+ and npm). roslib 2.x

@@ -69,7 +69,9 @@ setup(
         'mcap',
         'mcap-ros2-support',
     ],
-    extras_require={'test': ['pytest<9', 'playwright']},
+    # 'ray': `cecm sweep --address` runs a sweep on a Ray cluster (the Makefile's venv
+    # has it, for the tests).
+    extras_require={'test': ['pytest<9', 'playwright'], 'ray': ['ray==2.60.0']},
     zip_safe=False,
     entry_points={
         'console_scripts': [

@@ -7,6 +7,7 @@
   cecm experiment            the paper's estimation-planning loop over seeded runs
   cecm bench                 time one CE-CM update naively and with shared plans
   cecm estimate              re-estimate a partner offline from a recording or a task log
+  cecm sweep                 a grid of experiments from a sweep file (local or on Ray)
   cecm cache info|clear      the plans kept on disk (the plan store)
 """
 
@@ -130,6 +131,28 @@ def _add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> N
                              '(default: %(default)s)')
 
 
+def _add_plan_store_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument('--plan-store', metavar='PATH',
+                       help='keep plans in this SQLite file (default: plans.sqlite in '
+                            '$CECM_CACHE_DIR, else $XDG_CACHE_HOME/cecm_ros, else '
+                            '~/.cache/cecm_ros); later runs reuse them')
+    group.add_argument('--no-plan-store', action='store_true',
+                       help='plan everything in this process; keep nothing on disk')
+
+
+def _plan_cache(args) -> bool | str:
+    """The planners' ``plan_cache`` option from --plan-store / --no-plan-store."""
+    if getattr(args, 'no_plan_store', False):
+        return False
+    path = getattr(args, 'plan_store', None)
+    if path:
+        if Path(path).is_dir():
+            raise CecmError(f'--plan-store {path}: a directory; give a file path')
+        return str(Path(path).expanduser().resolve())
+    return True
+
+
 # ------------------------------------------------------------------------ commands
 def cmd_cache(args) -> int:
     from .core.plan_store import PlanStore, default_store_path, read_only_info
@@ -177,7 +200,7 @@ def cmd_plan(args) -> int:
     model = _model(args)
     truth = model.catalog.resolve(_partner_spec(args))
     task = model.task_generator(args.seed).next_task()
-    with model.planner(timeout_s=args.timeout) as planner:
+    with model.planner(timeout_s=args.timeout, plan_cache=_plan_cache(args)) as planner:
         plan = planner.plan(task, truth)
     _print_task(model, task)
     print(plan.format())
@@ -214,7 +237,7 @@ def _core_demo(args) -> int:
     task = model.task_generator(args.seed).next_task()
     _print_task(model, task)
     print(f'inert capabilities here: {", ".join(model.inert_capabilities) or "none"}')
-    with model.planner() as planner:
+    with model.planner(plan_cache=_plan_cache(args)) as planner:
         for partner in list(model.catalog.partner_types)[:2]:
             truth = model.catalog.resolve(partner)
             started = time.perf_counter()
@@ -251,7 +274,7 @@ def cmd_experiment(args) -> int:
         candidates=args.candidates, heldout=args.heldout)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
-    with model.planner(workers=base.jobs) as planner:
+    with model.planner(workers=base.jobs, plan_cache=_plan_cache(args)) as planner:
         for method in methods:
             target = out_dir / method if len(methods) > 1 else out_dir
             print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
@@ -305,6 +328,14 @@ def cmd_bench(args) -> int:
         result = run_update_benchmark(model, _partner_spec(args), samples=args.samples,
                                       seed=args.seed, jobs=args.jobs, tasks=args.tasks,
                                       progress=None if args.json else _progress_printer())
+    if not args.updates and args.session_tasks > 0:
+        from .core.bench import run_session_benchmark
+
+        result.update(run_session_benchmark(
+            model, _partner_spec(args), samples=args.samples, seed=args.seed, jobs=args.jobs,
+            tasks=args.session_tasks,
+            progress=None if args.json else
+            (lambda line: print(f'[cecm bench] {line}', file=sys.stderr, flush=True))))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -336,7 +367,7 @@ def cmd_estimate(args) -> int:
         overrides['epsilon'] = model.default_epsilon   # as the estimator node would
     method, settings, seed = reestimate.choose_settings(
         evidence, args.method, args.inference, overrides, args.window, args.seed)
-    with model.planner(workers=args.jobs) as planner:
+    with model.planner(workers=args.jobs, plan_cache=_plan_cache(args)) as planner:
         reestimate.run(evidence, model, method, settings, seed, planner, args.out)
     return 0
 
@@ -352,6 +383,34 @@ def _progress_printer():
     return show
 
 
+
+def cmd_sweep(args) -> int:
+    from .core.sweep import describe, load_sweep, run_sweep
+    from .domains import load_domain
+
+    sweep = load_sweep(args.sweep, load_domain)
+    if args.dry_run:
+        for line in describe(sweep, args.out):
+            print(line)
+        return 0
+    if args.jobs < 1:
+        raise CecmError(f'--jobs must be at least 1, got {args.jobs}')
+    address = args.address or os.environ.get('RAY_ADDRESS') or None
+    outcome = run_sweep(sweep, args.out, load_domain, jobs=args.jobs, address=address,
+                        plan_cache=_plan_cache(args),
+                        stream=None if args.quiet else sys.stderr)
+    print(f'{outcome.cells} cells, {outcome.runs} runs: {outcome.skipped} finished before, '
+          f'{outcome.executed} run now, {len(outcome.failed)} failed')
+    print(f'table: {outcome.table_md} ({outcome.table_csv.name})')
+    if outcome.plots:
+        print(f'plots: {len(outcome.plots)} under {Path(args.out) / "plots"}')
+    if outcome.failed or outcome.incomplete:
+        shown = '\n  '.join(outcome.failed[:5])
+        more = f'\n  ... and {len(outcome.failed) - 5} more' if len(outcome.failed) > 5 else ''
+        raise CecmError(f'{len(outcome.failed)} runs failed (traces in runs/<cell>/run-*'
+                        f'.error.txt); cells left out of the table: '
+                        f'{", ".join(outcome.incomplete) or "none"}\n  {shown}{more}')
+    return 0
 
 
 # ---------------------------------------------------------------------------- main
@@ -381,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_partner_options(sub, 'low_capability')
     sub.add_argument('--seed', type=int, default=0, help='task generator seed (default: 0)')
     sub.add_argument('--timeout', type=float, default=60.0, help='planner timeout in s')
+    _add_plan_store_options(sub)
     sub.set_defaults(func=cmd_plan)
 
     sub = commands.add_parser('demo', help='the simulated household demo')
@@ -396,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
     sub.add_argument('--no-ros', action='store_true',
                      help='plan and simulate without the ROS 2 node graph')
+    _add_plan_store_options(sub)
     web = sub.add_argument_group('browser correction panel')
     web.add_argument('--web', action='store_true',
                      help='a person answers the robot from the web panel (URL printed)')
@@ -441,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--switch-after', type=int, metavar='N')
     sub.add_argument('--out', default='results/experiment', help='output folder')
     sub.add_argument('--quiet', action='store_true', help='no per-task progress lines')
+    _add_plan_store_options(sub)
     sub.set_defaults(func=cmd_experiment)
 
     sub = commands.add_parser('bench', help='time CE-CM updates: naive vs shared plans, or '
@@ -466,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--plan-store', metavar='PATH',
                      help='a domain with few tasks: the plan store to fill (default: a new '
                           'one in a temporary folder, so the plans are timed cold)')
+    sub.add_argument('--session-tasks', type=int, default=5, metavar='K',
+                     help='also time a K-task session as the demo runs it (informative '
+                          'choice), on a new plan store and again on the plans it left: '
+                          'first_task_s, update_median_s, update_p95_s, warm_speedup '
+                          '(0: skip) (default: %(default)s)')
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
 
@@ -496,7 +563,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help='parallel planner runs (default: all cores)')
     sub.add_argument('--out', metavar='DIR',
                      help='write DIR/belief.json and DIR/profile.json (belief and task log)')
+    _add_plan_store_options(sub)
     sub.set_defaults(func=cmd_estimate)
+
+    sub = commands.add_parser(
+        'sweep', help='a grid of experiments from a sweep file, here or on a Ray cluster',
+        description='Run every cell (one experiment per combination of the grid) run by '
+                    'run, each run on one core, and write runs/<cell>/ (a file per run, '
+                    'summary.json, runs.csv), table.csv, table.md and plots/ to --out. '
+                    'Started again, it runs only the runs not finished yet. The file '
+                    'format: docs/experiments.md, "Sweeps".')
+    sub.add_argument('sweep', metavar='SWEEP.yaml', help='the sweep file')
+    sub.add_argument('--out', required=True, metavar='DIR', help='output folder')
+    sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                     help='runs at once on this machine, one process each (default: all '
+                          'cores)')
+    sub.add_argument('--address', metavar='ADDRESS',
+                     help='run on the Ray cluster at ADDRESS (host:port of its head; '
+                          'default: $RAY_ADDRESS if set, else this machine)')
+    _add_plan_store_options(sub)   # with Ray: each node's own cache, or a path all reach
+    sub.add_argument('--dry-run', action='store_true',
+                     help='check the sweep file, list its cells and the runs finished in '
+                          '--out, run nothing')
+    sub.add_argument('--quiet', action='store_true', help='no progress on stderr')
+    sub.set_defaults(func=cmd_sweep)
     return parser
 
 

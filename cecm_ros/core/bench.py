@@ -16,6 +16,7 @@ import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -282,7 +283,7 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
                                   candidates=candidates,
                                   estimator=EstimatorSettings(samples=samples,
                                                               epsilon=epsilon))
-    sessions = []
+    sessions: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
         store = store_path or str(Path(scratch) / 'plans.sqlite')
         for label in ('cold', 'warm'):
