@@ -1162,7 +1162,9 @@ def test_estimator_settings_that_clash_are_refused_together(graph):
 # Node -> (bad values on the command line, the fix, the parameter named).
 SPARES = {
     'household_sim': ({'step_timeout_s': '-1.0'}, {'step_timeout_s': 60.0}),
-    'joint_planner': ({'planner_timeout_s': '.nan'}, {'planner_timeout_s': 0.001}),
+    # (No plan store for the spare planner: its plans must be planned, and time out.)
+    'joint_planner': ({'planner_timeout_s': '.nan'}, {'planner_timeout_s': 0.001,
+                                                      'plan_store': 'off'}),
     'capability_estimator': ({'method': 'magic', 'store_path': 'GARBAGE'},
                              {'method': 'cecm'}),
     'simulated_human': ({'forgo_probability': '2.0'}, {'forgo_probability': 0.0}),
@@ -1307,8 +1309,8 @@ def test_a_node_list_the_manager_cannot_use_ends_it_with_the_reason(spares):
 
 
 def test_a_planner_timeout_is_answered_with_the_reason(spares):
-    """The spare planner was fixed to planner_timeout_s 0.001: too short for Fast
-    Downward's translator (0.1 s was not always: once the translator finished in time,
+    """The spare planner was fixed to planner_timeout_s 0.001, without a plan store (its
+    plans are planned, not read): too short for Fast Downward's translator (0.1 s was not always: once the translator finished in time,
     the search did not, and the second request, with the translation kept, planned in
     9 ms); the request fails with the reason, the planner keeps serving and the main
     planner plans the same task."""

@@ -159,3 +159,12 @@ def test_a_journal_gives_a_task_s_later_held_out_metrics_with_its_row(tmp_path):
     # Metrics of an earlier run of that position do not belong to a newer row.
     journal.append('done', index=0, result=row.__dict__)
     assert np.isnan(SessionJournal(tmp_path / 'journal.jsonl').result(0).heldout_agreement)
+
+
+def test_the_plan_store_parameter_refuses_a_directory(tmp_path):
+    from cecm_ros.nodes.common import _plan_store_check
+
+    assert _plan_store_check('') == ''
+    assert _plan_store_check('off') == ''
+    assert _plan_store_check(str(tmp_path / 'plans.sqlite')) == ''
+    assert 'directory' in _plan_store_check(str(tmp_path))
