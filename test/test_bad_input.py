@@ -1310,9 +1310,10 @@ def test_a_node_list_the_manager_cannot_use_ends_it_with_the_reason(spares):
 
 def test_a_planner_timeout_is_answered_with_the_reason(spares):
     """The spare planner was fixed to planner_timeout_s 0.001, without a plan store (its
-    plans are planned, not read): too short for Fast Downward's translator (0.1 s was not always: once the translator finished in time,
-    the search did not, and the second request, with the translation kept, planned in
-    9 ms); the request fails with the reason, the planner keeps serving and the main
+    plans are planned, not read): too short for Fast Downward's translator (0.1 s was
+    not always: once the translator finished in time, the search did not, and the
+    second request, with the translation kept, planned in 9 ms); the request fails with
+    the reason, the planner keeps serving and the main
     planner plans the same task."""
     g = spares
     if g.state_of('/spare/joint_planner') != State.PRIMARY_STATE_ACTIVE:
