@@ -168,3 +168,31 @@ def test_the_plan_store_parameter_refuses_a_directory(tmp_path):
     assert _plan_store_check('off') == ''
     assert _plan_store_check(str(tmp_path / 'plans.sqlite')) == ''
     assert 'directory' in _plan_store_check(str(tmp_path))
+
+
+def test_the_planner_s_problem_holds_only_the_items_the_task_needs():
+    """A bigger household: items the goal does not name (and nobody holds) stay out of
+    the planner's problem; the plan's states still carry them, unchanged."""
+    config = Path(__file__).resolve().parents[1] / 'config' / 'households'
+    big = load_domain('tidyup', household=config / 'tidyup_10_rooms.yaml',
+                      capabilities=config / 'capabilities_10_rooms.yaml')
+    task = big.task_generator(0).next_task()
+    items = big.task_items(task)
+    named = {part for text in task.goal for part in text.strip('()').split()}
+    assert items == named & set(big.household.item_names)
+    others = set(big.household.item_names) - items
+    assert len(others) == 4
+    text = big.problem_text(task)
+    assert not any(f' {item} ' in text or f' {item})' in text for item in others)
+    held = next(a for a in task.initial
+                if a.startswith('(item-at ') and a.split()[1] in others)
+    holding = task.__class__(task_id='held', initial=frozenset(
+        {*task.initial - {held}, f'(holding human {held.split()[1]})'} - {'(hand-free human)'}),
+        goal=task.goal)
+    assert held.split()[1] in big.task_items(holding)
+    with big.planner(plan_cache=False) as planner:
+        plan = planner.plan(task, big.catalog.resolve('low_capability'))
+    start, end = plan.trajectory[0], plan.trajectory[-1]
+    for item in others:
+        facts = {f for f in big.state_facts(start) if item in f.split()}
+        assert facts and facts <= set(big.state_facts(end))

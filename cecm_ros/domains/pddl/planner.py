@@ -42,7 +42,7 @@ from .planning_worker import receive, send
 DEFAULT_ENGINE = 'fast-downward-opt'
 # Part of every stored plan's key: raise it when a change here (the search, the lifting
 # into joint steps, the canonical order) can change the plan of a (task, vector).
-PLANNER_VERSION = 1
+PLANNER_VERSION = 2
 UNSOLVABLE = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
 
 

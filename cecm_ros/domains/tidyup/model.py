@@ -110,17 +110,27 @@ class TidyUpModel(PddlModel):
             raise ConfigError(f'task {task.task_id} has an empty goal')
 
     def problem_text(self, task: Task) -> str:
-        """The PDDL problem of a task with a fully capable human (not validated)."""
+        """The PDDL problem of a task with a fully capable human (not validated), over
+        the items the task needs (:meth:`task_items`)."""
         house = self.household
+        items = self.task_items(task)
+        dropped = set(house.item_names) - items
+
+        def kept(text: str) -> bool:
+            return not dropped.intersection(split_atom(text)[1:])
+
         lines = [f'(define (problem {pddl_name(task.task_id)}) (:domain tidyup)',
                  ' (:objects ' + ' '.join(AGENTS) + ' - agent '
-                 + ' '.join(house.rooms) + ' - room ' + ' '.join(house.item_names) + ' - item)',
+                 + ' '.join(house.rooms) + ' - room'
+                 + ''.join(f' {i}' for i in house.item_names if i in items)
+                 + (' - item)' if items else ')'),
                  ' (:init (= (total-cost) 0)']
-        lines += [f'  {a}' for a in sorted(task.initial)]
+        lines += [f'  {a}' for a in sorted(task.initial) if kept(a)]
         lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
         lines += [f'  {atom("connected", here, there)}' for here in house.rooms
                   for there in house.rooms if house.connected(here, there)]
-        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()]
+        lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()
+                  if kept(term)]
         for agent in AGENTS:
             # Everyone starts capable; the planner clones and switches human facts off.
             for predicate in self._capability_predicates:
@@ -129,6 +139,21 @@ class TidyUpModel(PddlModel):
         lines.append(' (:goal (and ' + ' '.join(sorted(task.goal)) + '))')
         lines.append(' (:metric minimize (total-cost)))')
         return '\n'.join(lines)
+
+    def task_items(self, task: Task) -> set[str]:
+        """The items a plan of ``task`` may handle: those its goal names and those an
+        agent holds at the start. Every action costs something and no precondition
+        asks for another item, so an optimal plan never touches the rest; leaving them
+        out of the planner's problem changes no optimal plan and keeps the search's
+        state space the size of the task, not of the household."""
+        items = set(self.household.item_names)
+        needed = {part for text in task.goal for part in split_atom(text)[1:]
+                  if part in items}
+        for text in task.initial:
+            parts = split_atom(text)
+            if parts[0] == 'holding' and len(parts) == 3 and parts[2] in items:
+                needed.add(parts[2])
+        return needed
 
     @cached_property
     def _capability_predicates(self) -> tuple[str, ...]:
