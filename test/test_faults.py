@@ -213,7 +213,9 @@ def _children(pid: int, name: str) -> list[int]:
 
 
 def test_a_stopped_node_and_a_crashed_planner_process_cost_nothing(undisturbed, tmp_path):
-    session = FaultySession(tmp_path)
+    # The estimator plans without the plan store here: the undisturbed session filled it,
+    # and a search must run to be killed.
+    session = FaultySession(tmp_path, others={'capability_estimator': {'plan_store': 'off'}})
     try:
         session.wait(session.all_active, 'start-up')
         graph = session.processes.graph

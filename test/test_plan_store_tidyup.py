@@ -168,6 +168,9 @@ def test_the_plan_store_parameter_refuses_a_directory(tmp_path):
     assert _plan_store_check('off') == ''
     assert _plan_store_check(str(tmp_path / 'plans.sqlite')) == ''
     assert 'directory' in _plan_store_check(str(tmp_path))
+    # A parameters file's bare `off` arrives as false (YAML), and means off.
+    assert _plan_store_check(False) == '' and _plan_store_check(True) == ''
+    assert 'neither' in _plan_store_check(3)
 
 
 def test_the_planner_s_problem_holds_only_the_items_the_task_needs():

@@ -192,7 +192,8 @@ class CecmNode(LifecycleNode):
                 param_type: int | None = None, read_only: bool = False, *,
                 low: float | None = None, high: float | None = None,
                 choices: tuple[str, ...] | None = None,
-                check: Callable[[Any], str] | None = None) -> None:
+                check: Callable[[Any], str] | None = None,
+                dynamic_typing: bool = False) -> None:
         """Declare a parameter with its range (``low``..``high``), its ``choices`` (for a
         string array: of every element) or a ``check`` (value -> '' or what is wrong).
 
@@ -204,7 +205,7 @@ class CecmNode(LifecycleNode):
         if param_type is None:
             param_type = _TYPES[type(default)]
         descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
-                                         read_only=read_only)
+                                         read_only=read_only, dynamic_typing=dynamic_typing)
         if low is not None or high is not None:
             low = -2**62 if low is None else low
             high = 2**62 if high is None else high
@@ -299,14 +300,18 @@ class CecmNode(LifecycleNode):
 
     def declare_plan_store(self) -> None:
         """The ``plan_store`` parameter of a node that plans (see :meth:`planner_options`)."""
+        # Any type: YAML reads a bare `off` (a parameters file, -p plan_store:=off) as false.
         self.declare('plan_store', '',
                      "Plans kept on disk for every later process (SQLite): '' = the user's "
-                     "cache ($XDG_CACHE_HOME/cecm_ros/plans.sqlite), 'off' = none, else a "
-                     'file path', check=_plan_store_check)
+                     "cache ($XDG_CACHE_HOME/cecm_ros/plans.sqlite), 'off' (or false) = "
+                     'none, else a file path', check=_plan_store_check, dynamic_typing=True)
 
     def planner_options(self) -> dict[str, Any]:
         """The keyword arguments of ``Domain.planner`` the ``plan_store`` parameter gives."""
-        value = str(self.param('plan_store')).strip()
+        value = self.param('plan_store')
+        if isinstance(value, bool):
+            return {'plan_cache': value}
+        value = str(value).strip()
         if value.lower() == 'off':
             return {'plan_cache': False}
         return {'plan_cache': str(Path(value).expanduser()) if value else True}
@@ -859,8 +864,12 @@ def finish_goal(transition) -> None:
         pass
 
 
-def _plan_store_check(value: str) -> str:
-    """'' (the default store), 'off', or a file path whose folder is not a file."""
+def _plan_store_check(value: Any) -> str:
+    """'' (the default store), 'off' or false, true, or the path of a file."""
+    if isinstance(value, bool):
+        return ''
+    if not isinstance(value, str):
+        return f"{value!r} is neither a file path nor 'off'"
     value = value.strip()
     if not value or value.lower() == 'off':
         return ''
