@@ -268,7 +268,10 @@ def test_a_task_whose_partner_stalls_past_the_robots_patience_runs_again(tmp_pat
     again (logged as an interruption with the reason) instead of counting it failed."""
     tasks = 2
     session = FaultySession(tmp_path, {'num_tasks': tasks}, others={
-        'executor': {'skill_timeout_s': 2.0, 'correction_window_s': 0.5},
+        # The default correction window: a partner that was stopped answers late for a
+        # while after it goes on, and a shorter window drops its corrections (the run
+        # again then strays, as a robot that nobody corrects does).
+        'executor': {'skill_timeout_s': 2.0, 'correction_window_s': 2.0},
         MANAGER: {'heartbeat_misses': 1000}})
     try:
         session.wait(session.all_active, 'start-up')
