@@ -100,7 +100,7 @@ def test_a_store_that_cannot_be_opened_warns_and_plans_without(model, tmp_path):
                             model.catalog.all_capable()).steps
 
 
-def test_cli_experiment_twice_plans_nothing_the_second_time(tmp_path, capsys):
+def test_cli_experiment_twice_plans_nothing_the_second_time(tmp_path, capsys, monkeypatch):
     store = tmp_path / 'plans.sqlite'
     common = ['experiment', '--runs', '2', '--tasks', '2', '--samples', '30', '--heldout', '5',
               '--jobs', '2', '--quiet', '--plan-store', str(store)]
@@ -113,12 +113,12 @@ def test_cli_experiment_twice_plans_nothing_the_second_time(tmp_path, capsys):
     assert first['per_task'] == second['per_task']
     capsys.readouterr()
     # --no-plan-store keeps nothing on disk, and the two options exclude each other.
-    other = tmp_path / 'other'
-    monkey_store = other / 'plans.sqlite'
+    monkeypatch.setenv('CECM_CACHE_DIR', str(tmp_path / 'cache'))
+    default_store = tmp_path / 'cache' / 'plans.sqlite'
     assert cecm_main(['experiment', '--runs', '1', '--tasks', '1', '--samples', '10',
                       '--heldout', '0', '--quiet', '--no-plan-store',
                       '--out', str(tmp_path / 'third')]) == 0
-    assert not monkey_store.exists()
+    assert not default_store.exists()
     with pytest.raises(SystemExit):
         cecm_main([*common, '--no-plan-store', '--out', str(tmp_path / 'fourth')])
     assert cecm_main(['experiment', '--runs', '1', '--tasks', '1', '--samples', '10',
