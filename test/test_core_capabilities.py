@@ -169,8 +169,10 @@ def test_catalog_file_errors(tmp_path):
     duplicate = tmp_path / 'duplicate.yaml'
     entry = {'name': 'move_kitchen', 'action': 'move', 'room': 'kitchen'}
     duplicate.write_text(yaml.safe_dump({'capabilities': [entry, entry]}))
-    with pytest.raises(ConfigError, match='duplicate capability names'):
+    with pytest.raises(ConfigError, match='named more than once') as caught:
         CapabilityCatalog.from_yaml(duplicate)
+    # The duplicate is named, not every capability.
+    assert str(caught.value).endswith("capability 'move_kitchen' is named more than once")
     assert issubclass(ConfigError, CecmError) and issubclass(UnknownNameError, CecmError)
 
 

@@ -95,7 +95,7 @@ def test_problem_files_are_tasks_too(tmp_path, workshop):
         '   bolt bracket gear panel - part)\n'
         ' (:init (agent-at robot bench) (agent-at worker shelf) (hand-free robot)\n'
         '   (hand-free worker) (part-at bolt shelf) (part-at bracket bench)\n'
-        '   (part-at gear bench) (part-at panel bench) (has-tools bench))\n'
+        '   (part-at gear bench) (part-at panel bench))\n'
         ' (:goal (and (assembled bolt))))\n')
 
     def use_problems(spec):

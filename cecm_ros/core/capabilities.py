@@ -43,7 +43,9 @@ class CapabilityCatalog:
         self.capabilities: tuple[Capability, ...] = tuple(capabilities)
         self.names: tuple[str, ...] = tuple(c.name for c in self.capabilities)
         if len(set(self.names)) != len(self.names):
-            raise ConfigError(f'duplicate capability names in {list(self.names)}')
+            twice = sorted({n for n in self.names if self.names.count(n) > 1})
+            raise ConfigError(f'capability {", ".join(repr(n) for n in twice)} is named more '
+                              'than once')
         self._index = {name: i for i, name in enumerate(self.names)}
         self._by_gate = {(c.action, c.room): i for i, c in enumerate(self.capabilities)}
         self.partner_types: dict[str, PartnerType] = dict(partner_types or {})

@@ -23,10 +23,17 @@ from cecm_ros.core.capabilities import Capability, CapabilityCatalog, PartnerTyp
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
 from cecm_ros.core.errors import CecmError, ConfigError, UnsolvableTaskError
 
+from .costs import rewrite_costs
 from .model import PddlModel, atom, pddl_name, split_atom
 
 FORMAT_KEYS = {'name', 'description', 'pddl', 'agents', 'objects', 'static', 'costs',
                'capabilities', 'partner_types', 'tasks', 'schema_order'}
+# The keys each kind of entry may have: anything else is a misspelling, refused.
+CAPABILITY_KEYS = ('name', 'action', 'arguments', 'description')
+PARTNER_TYPE_KEYS = ('description', 'missing')
+TASKS_KEYS = ('problems', 'generate')
+GENERATE_KEYS = ('initial', 'goal')
+TEMPLATE_KEYS = ('fact', 'one_of', 'some_of', 'count', 'for_each')
 # Tasks a loaded domain plans with a fully capable partner to prove it can be run.
 TASKS_CHECKED = 3
 
@@ -35,6 +42,15 @@ def _mapping(value: Any, where: str) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f'{where}: expected a mapping, got {type(value).__name__}')
     return value
+
+
+def _known_keys(entry: dict, known: Sequence[str], where: str) -> None:
+    """Refuse a key no reader looks at: a misspelt key would silently mean its default."""
+    unknown = [str(k) for k in entry if k not in known]
+    if unknown:
+        keys = ', '.join(repr(k) for k in unknown)
+        raise ConfigError(f'{where}: unknown key{"s" if len(unknown) > 1 else ""} {keys}; '
+                          f'known: {", ".join(known)}')
 
 
 def _strings(value: Any, where: str) -> list[str]:
@@ -68,6 +84,16 @@ class FileDomain(PddlModel):
         self._objects = {str(k): _strings(v, f'{self.path}: objects: {k}')
                          for k, v in _mapping(spec.get('objects'),
                                               f'{self.path}: objects').items()}
+        listed = [o for names in self._objects.values() for o in names]
+        for role in ('robot', 'partner'):
+            if str(agents[role]) not in listed:
+                raise ConfigError(f'{self.path}: agents: {role}: {agents[role]!r} is not an '
+                                  f'object listed under objects; objects: '
+                                  f'{", ".join(listed)}')
+        twice = sorted({o for o in listed if listed.count(o) > 1})
+        if twice:
+            raise ConfigError(f'{self.path}: objects: {", ".join(twice)} listed more than once '
+                              '(an object has one type)')
         self._static_facts = {atom(*split_atom(f)) for f in
                               _strings(spec.get('static', []), f'{self.path}: static')}
         costs = _mapping(spec.get('costs', {}), f'{self.path}: costs')
@@ -79,15 +105,29 @@ class FileDomain(PddlModel):
         try:
             super().__init__(pddl_file, catalog, roles)
         except ConfigError as error:
-            raise ConfigError(f'{self.path}: {error}') from None
+            raise self._named(error) from None
         except Exception as error:  # noqa: BLE001 - a parse error of the user's PDDL
             raise ConfigError(f'{pddl_file}: cannot read the PDDL domain: '
                               f'{type(error).__name__}: {error}') from None
         self._check_objects_and_gates()
+        self._check_static_and_costs()
         self._task_spec = _mapping(spec.get('tasks'), f'{self.path}: tasks')
+        _known_keys(self._task_spec, TASKS_KEYS, f'{self.path}: tasks')
         self._problem_tasks = self._read_problems()
         if check_tasks:
             self.check_tasks()
+
+    def _named(self, error: ConfigError) -> ConfigError:
+        """The error naming the file it is about: the PDDL file or this one, once."""
+        message = str(error)
+        if message.startswith((str(self.path), str(self.domain_file))):
+            return error
+        return ConfigError(f'{self.path}: {message}')
+
+    def _planning_text(self, text: str) -> str:
+        rewrite = rewrite_costs(text, self.domain_file)
+        self._constant_costs = rewrite.constants
+        return rewrite.text
 
     # ------------------------------------------------------------------ reading
     def _read_yaml(self) -> dict:
@@ -114,10 +154,13 @@ class FileDomain(PddlModel):
             where = f'{self.path}: capabilities[{number}]'
             entry = _mapping(entry, where)
             name, action = entry.get('name'), entry.get('action')
+            if isinstance(name, str):
+                where = f'{where} ({name})'
+            _known_keys(entry, CAPABILITY_KEYS, where)
             if not isinstance(name, str) or not isinstance(action, str):
                 raise ConfigError(f'{where}: needs a "name" and the "action" it gates')
             arguments = {str(k).lstrip('?'): str(v) for k, v in
-                         _mapping(entry.get('arguments', {}), f'{where} ({name})').items()}
+                         _mapping(entry.get('arguments', {}), f'{where}: arguments').items()}
             group = ','.join(arguments.values()) or action
             capabilities.append(Capability(name, action, group,
                                            str(entry.get('description', ''))))
@@ -126,6 +169,7 @@ class FileDomain(PddlModel):
         for type_name, entry in _mapping(spec.get('partner_types', {}),
                                          f'{self.path}: partner_types').items():
             entry = _mapping(entry, f'{self.path}: partner_types: {type_name}')
+            _known_keys(entry, PARTNER_TYPE_KEYS, f'{self.path}: partner_types: {type_name}')
             missing = entry.get('missing', [])
             known = {c.name for c in capabilities}
             for capability in _strings(missing, f'{self.path}: partner_types: {type_name}'):
@@ -167,6 +211,59 @@ class FileDomain(PddlModel):
                         f'object of type {parameters[argument].type.name!r} (argument '
                         f'{argument!r} of {gate["action"]!r}: {", ".join(allowed)})')
 
+    def _check_static_and_costs(self) -> None:
+        """Every static fact is of a predicate no action changes, and every cost names a
+        cost function of the domain, with objects of the right types."""
+        domain = self._domain_problem
+        types = sorted(t.name for t in domain.user_types)
+        for kind in self._objects:
+            if kind not in types:
+                raise ConfigError(f'{self.path}: objects: {kind!r} is no type of the PDDL '
+                                  f'domain; types: {", ".join(types) or "none"}')
+        fluents = {f.name: f for f in domain.fluents}
+        static = {f.name for f in domain.get_static_fluents()}
+        for fact in sorted(self._static_facts):
+            name, *args = split_atom(fact)
+            fluent = fluents.get(name)
+            where = f'{self.path}: static: {fact}'
+            if fluent is None or not fluent.type.is_bool_type():
+                predicates = sorted(f.name for f in domain.fluents if f.type.is_bool_type())
+                raise ConfigError(f'{where}: no predicate {name!r} in the PDDL domain; '
+                                  f'predicates: {", ".join(predicates)}')
+            if name not in static:
+                changers = sorted({a.name for a in domain.actions for e in a.effects
+                                   if e.fluent.is_fluent_exp()
+                                   and e.fluent.fluent().name == name})
+                raise ConfigError(f'{where}: {name!r} is changed by the actions '
+                                  f'{", ".join(changers)}, so it is no static fact; a task '
+                                  'says where it starts (the initial state of a problem or '
+                                  'template)')
+            self._check_arguments(fluent, args, where)
+        functions = {n: f for n, f in fluents.items() if not f.type.is_bool_type()
+                     and n != 'total-cost' and n not in self._constant_costs}
+        for term in self._costs:
+            name, *args = split_atom(term)
+            where = f'{self.path}: costs: {term}'
+            if name not in functions:
+                known = ', '.join(sorted(functions)) or 'none (its costs are numbers)'
+                raise ConfigError(f'{where}: no cost function {name!r} in the PDDL domain; '
+                                  f'cost functions: {known}')
+            self._check_arguments(functions[name], args, where)
+            self._cost_value(name, tuple(args))   # checks the value
+        if self._default_cost is not None:
+            self._checked_cost('default', self._default_cost)
+
+    def _check_arguments(self, fluent, args: Sequence[str], where: str) -> None:
+        signature = fluent.signature
+        if len(args) != len(signature):
+            raise ConfigError(f'{where}: {fluent.name!r} takes {len(signature)} arguments, '
+                              f'got {len(args)}')
+        for value, parameter in zip(args, signature):
+            allowed = self._objects_of_type(parameter.type.name)
+            if value not in allowed:
+                raise ConfigError(f'{where}: {value!r} is not an object of type '
+                                  f'{parameter.type.name!r} ({", ".join(allowed)})')
+
     # -------------------------------------------------------------- PddlModel hooks
     def _objects_of_type(self, type_name: str) -> tuple[str, ...]:
         domain = self._domain_problem
@@ -193,8 +290,12 @@ class FileDomain(PddlModel):
         value = self._costs.get(term, self._default_cost)
         if value is None:
             raise ConfigError(f'{self.path}: costs: no value for {term} and no default')
-        if not (isinstance(value, (int, float)) and float(value).is_integer()
-                and 1 <= value <= 20):
+        return self._checked_cost(term, value)
+
+    def _checked_cost(self, term: str, value: Any) -> float:
+        if isinstance(value, bool) or not (isinstance(value, (int, float))
+                                           and float(value).is_integer()
+                                           and 1 <= value <= 20):
             raise ConfigError(f'{self.path}: costs: {term} must be a whole number from 1 '
                               f'to 20, got {value!r}')
         return float(value)
@@ -220,11 +321,15 @@ class FileDomain(PddlModel):
     # ------------------------------------------------------------------- tasks
     def _read_problems(self) -> list[Task]:
         files = self._task_spec.get('problems')
+        if files is not None and 'generate' in self._task_spec:
+            raise ConfigError(f'{self.path}: tasks: give either "problems" or "generate", '
+                              'not both')
         if files is None:
             if 'generate' not in self._task_spec:
                 raise ConfigError(f'{self.path}: tasks: give "problems" (PDDL problem files) '
                                   'or "generate" (templates)')
-            _mapping(self._task_spec['generate'], f'{self.path}: tasks: generate')
+            generate = _mapping(self._task_spec['generate'], f'{self.path}: tasks: generate')
+            _known_keys(generate, GENERATE_KEYS, f'{self.path}: tasks: generate')
             return []
         tasks = []
         for number, name in enumerate(_strings(files, f'{self.path}: tasks: problems'), 1):
@@ -246,17 +351,40 @@ class FileDomain(PddlModel):
         return tasks
 
     def _task_of_problem(self, problem: Problem, path: Path) -> Task:
+        """The task of a problem file. Its objects, static facts and costs come from
+        domain.yaml, so the file must agree with it; its :metric is not read (plans
+        always minimise the total cost)."""
+        known = set(self.all_objects)
+        undeclared = [o.name for o in problem.all_objects if o.name not in known]
+        if undeclared:
+            raise ConfigError(f'{path}: objects {", ".join(undeclared)} are not listed under '
+                              f'objects in {self.path} (every task has the objects listed '
+                              'there)')
         dynamic = set(self.propositions)
-        initial = set()
+        initial, static = set(), set()
         for fluent, value in problem.explicit_initial_values.items():
-            if not fluent.type.is_bool_type() or not value.is_true():
-                continue
             text = atom(fluent.fluent().name, *(str(a) for a in fluent.args))
+            if not fluent.type.is_bool_type():
+                if fluent.fluent().name == 'total-cost' and value.is_constant() \
+                        and float(value.constant_value()) == 0:
+                    continue
+                raise ConfigError(f'{path}: (= {text} {value}): costs are not read from '
+                                  f'problem files; give them under costs in {self.path} (or '
+                                  'as numbers in the PDDL domain)')
+            if not value.is_true():
+                continue
             if text in dynamic:
                 initial.add(text)
-            elif text not in self._static_facts:
+            elif text in self._static_facts:
+                static.add(text)
+            else:
                 raise ConfigError(f'{path}: {text} is neither a fact of the domain nor one of '
                                   f'the static facts of {self.path}')
+        if static and static != self._static_facts:
+            missing = sorted(self._static_facts - static)
+            raise ConfigError(f'{path}: the static facts differ from those under static in '
+                              f'{self.path}: it lacks {" ".join(missing)} (a problem lists '
+                              'all of them or none)')
         goals: list = []
         for goal in problem.goals:
             goals.extend(goal.args if goal.is_and() else [goal])
@@ -393,6 +521,9 @@ class TemplateGenerator:
                 facts.add(self._fact(entry, where))
                 continue
             entry = _mapping(entry, where)
+            _known_keys(entry, TEMPLATE_KEYS, where)
+            if 'count' in entry and 'some_of' not in entry:
+                raise ConfigError(f'{where}: count goes with some_of')
             loops = _mapping(entry.get('for_each', {}), f'{where}: for_each')
             names = list(loops)
             choices = [self.domain._objects_of_type(str(loops[n])) for n in names]

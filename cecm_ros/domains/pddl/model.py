@@ -136,9 +136,12 @@ class PddlModel(Domain[int]):
         self.agent_objects = {role: name for name, role in self.agents.items()}
         self.domain_file = Path(domain_file)
         try:
-            self._domain_text = self.domain_file.read_text()
+            text = self.domain_file.read_text()
         except OSError as error:
             raise ConfigError(f'cannot read PDDL domain {self.domain_file}: {error}') from error
+        # Cost functions this model made for constant costs, and their values.
+        self._constant_costs: dict[str, float] = {}
+        self._domain_text = self._planning_text(text)
         self._reader_lock = threading.Lock()
         self.propositions: tuple[str, ...] = self._dynamic_propositions()
         self._prop_index = {p: i for i, p in enumerate(self.propositions)}
@@ -156,6 +159,11 @@ class PddlModel(Domain[int]):
 
     def _cost_value(self, fluent: str, args: tuple[str, ...]) -> float:
         raise ConfigError(f'cost function {fluent!r} of the domain has no data')
+
+    def _planning_text(self, text: str) -> str:
+        """The domain text the planner gets (the file's own unless a subclass rewrites
+        its costs, filling ``_constant_costs``)."""
+        return text
 
     def _schema_gate(self, schema: str, binding: dict[str, str]) -> int | None:
         """The capability a partner's ground action needs, for gates not written as
@@ -255,19 +263,21 @@ class PddlModel(Domain[int]):
                     ground.append(built)
         return tuple(ground)
 
-    def _cost_of(self, expression: up.FNode, binding: dict[str, str]) -> tuple[float, int]:
+    def _cost_of(self, expression: up.FNode, binding: dict[str, str],
+                 action: str) -> tuple[float, int]:
         """The household's cost of one cost effect and the planner's integer for it.
 
-        Only cost functions are supported: their values are written, tie-breaks
-        included, into every problem; a constant in the domain would reach the planner
-        without them.
+        Only cost functions reach here: their values are written, tie-breaks included,
+        into every problem; a constant in the domain would reach the planner without
+        them (a file domain turns constants into cost functions first, ``costs.py``).
         """
         if not expression.is_fluent_exp():
-            raise ConfigError(f'unsupported action cost expression {expression} (the '
-                              'domain must give costs as cost functions)')
+            raise ConfigError(f'{self.domain_file}: action {action!r}: unsupported cost '
+                              f'{expression} (give costs as cost functions)')
         fluent, args = self._bind(expression, binding)
         term = atom(fluent, *args)
-        cost = self._cost_value(fluent, args)
+        constant = self._constant_costs.get(fluent)
+        cost = constant if constant is not None else self._cost_value(fluent, args)
         self._cost_terms[term] = cost
         return cost, planner_cost(cost, term)
 
@@ -312,7 +322,8 @@ class PddlModel(Domain[int]):
         cost, tie_broken = 0.0, 0
         for effect in action.effects:
             if effect.is_increase() and effect.fluent.fluent().name == 'total-cost':
-                term_cost, term_planner_cost = self._cost_of(effect.value, binding)
+                term_cost, term_planner_cost = self._cost_of(effect.value, binding,
+                                                               action.name)
                 cost += term_cost
                 tie_broken += term_planner_cost
                 continue
@@ -448,6 +459,10 @@ class PddlModel(Domain[int]):
 
     def partner_capable(self, action: str, capabilities: np.ndarray) -> bool:
         return self.human_capable(self.action(action), capabilities)
+
+    def action_cost(self, action: str) -> float:
+        """The domain's own cost of ``action`` (a plan's ``cost`` adds these up)."""
+        return 0.0 if action == NOOP else float(self.action(action).cost)
 
     @cached_property
     def skill_kinds(self) -> tuple[str, ...]:
