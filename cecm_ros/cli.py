@@ -289,6 +289,10 @@ def cmd_experiment(args) -> int:
     if len(methods) > 1:
         (out_dir / 'comparison.json').write_text(json.dumps(summaries, indent=1))
     _print_table(summaries)
+    from .core.evidence import describe_evidence
+    for method, summary in summaries.items():
+        print('\n'.join([f'[{method}]' if len(summaries) > 1 else '',
+                         *describe_evidence(summary)]).lstrip('\n'))
     print(f'summary: {out_dir / ("comparison.json" if len(methods) > 1 else "summary.json")}')
     print(f'plots: {", ".join(str(p) for p in plots)}')
     return 0

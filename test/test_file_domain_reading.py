@@ -265,3 +265,53 @@ def test_a_problem_file_without_static_facts_takes_those_of_domain_yaml(tmp_path
         return text
     domain = FileDomain(copy_of(LAB, tmp_path, problem_change=strip))
     assert domain._problem_tasks == lab._problem_tasks
+
+
+# -------------------------------------------------------------- evidence report
+def test_the_evidence_report_names_every_capability_and_its_confounders():
+    from types import SimpleNamespace
+
+    from cecm_ros.core.evidence import describe_evidence, evidence_entries
+
+    names = ['walk', 'take', 'spin', 'label', 'dance']
+    row = SimpleNamespace(run=0, task_index=1, task_id='t', status='PAUU' + 'N',
+                          truth='10011', confounded='spin:label label:spin+walk')
+    baseline = SimpleNamespace(run=0, task_index=0, task_id='b', status='', truth='00000',
+                               confounded='')
+    assert evidence_entries(names, [baseline]) == []   # a baseline reports no statuses
+    entry, = evidence_entries(names, [row])
+    assert entry == {'run': 1, 'task': 2, 'task_id': 't', 'known_present': ['walk'],
+                     'known_absent': ['take'],
+                     'undecided': {'spin': ['label'], 'label': ['spin', 'walk']},
+                     'never_exercised': ['dance'], 'inert': [], 'wrong': []}
+    wrong = SimpleNamespace(**{**vars(row), 'truth': '01011'})
+    assert evidence_entries(names, [wrong])[0]['wrong'] == ['walk', 'take']
+    summary = {'capabilities': names, 'true_capabilities': 'take=0,spin=0',
+               'evidence': evidence_entries(names, [row, wrong]),
+               'per_task': [{'task': 1, 'hamming': {'mean': 0.4}},
+                            {'task': 2, 'hamming': {'mean': 0.2}}]}
+    text = '\n'.join(describe_evidence(summary))
+    assert 'the partner lacks take, spin' in text
+    assert 'undecided: spin with label; label with spin, walk' in text
+    assert 'decided wrongly: walk (1/2 runs), take (1/2 runs)' in text
+    assert 'Hamming 0.40 -> 0.20' in text
+
+
+def test_an_experiment_on_the_lab_reports_its_evidence(tmp_path, capsys):
+    from cecm_ros.cli import main as cecm_main
+
+    out = tmp_path / 'out'
+    assert cecm_main(['experiment', '--domain', str(LAB / 'domain.yaml'), '--partner',
+                      'trainee', '--runs', '2', '--tasks', '2', '--samples', '60',
+                      '--heldout', '5', '--jobs', '1', '--quiet', '--out', str(out)]) == 0
+    printed = capsys.readouterr().out
+    summary = yaml.safe_load((out / 'summary.json').read_text())
+    names = summary['capabilities']
+    assert [(e['run'], e['task']) for e in summary['evidence']] == [(1, 1), (1, 2), (2, 1),
+                                                                   (2, 2)]
+    for entry in summary['evidence']:
+        listed = [n for key in ('known_present', 'known_absent', 'never_exercised', 'inert')
+                  for n in entry[key]] + list(entry['undecided'])
+        assert sorted(listed) == sorted(names)
+    assert 'evidence after task 2 (2 runs; the partner lacks spin, label):' in printed
+    assert 'held-out agreement' in printed.split('evidence after task 2')[1]

@@ -27,6 +27,7 @@ from . import metrics
 from .domain import Domain, Planner
 from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
+from .evidence import STATUS_LETTERS, confounded_text, evidence_entries
 from .hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from .metrics import HeldoutPool
 from .partners import (
@@ -45,9 +46,6 @@ METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreeme
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
 TASK_CHOICES = ('given', 'informative')
 PARTNER_SEARCHES = ('shared', 'independent')
-# One letter per capability in TaskResult.status (what the evidence decided).
-STATUS_LETTERS = {'known_present': 'P', 'known_absent': 'A', 'undecided': 'U',
-                  'never_exercised': 'N', 'inert': 'I'}
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,7 @@ class TaskResult:
     theta: str           # P(c_i = 1) per capability after the update, space-separated
     update_message: str
     status: str = ''     # per capability, what the evidence decided (STATUS_LETTERS)
+    confounded: str = ''  # each undecided capability's confounders (evidence.py)
     decided: int = 0     # capabilities known present or absent
     wrong_known: int = 0  # capabilities reported as known whose value is wrong
     candidates: int = 1  # tasks the task was chosen from
@@ -131,9 +130,13 @@ class TaskResult:
 
 def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
                  theta: np.ndarray, truth: np.ndarray, accepted: int, message: str, run: int,
-                 index: int, statuses: Sequence[str] = ()) -> TaskResult:
+                 index: int, statuses: Sequence[Any] = ()) -> TaskResult:
     """The paper's metrics for one task (Hamming after the update on that task), and
-    what the evidence decided (``statuses``: one per capability, or none)."""
+    what the evidence decided (``statuses``: one per capability, or none; status names
+    or the belief's report entries, which also say what is confounded)."""
+    reports = list(statuses)
+    statuses = [getattr(entry, 'status', entry) for entry in reports]
+    confounders = [getattr(entry, 'confounded_with', ()) for entry in reports]
     active = ~model.inert_mask
     bits = ''.join('1' if b else '0' for b in estimate)
     known = [s in ('known_present', 'known_absent') for s in statuses]
@@ -150,6 +153,7 @@ def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
         theta=' '.join(f'{value:.3f}' for value in theta),
         update_message=message,
         status=''.join(STATUS_LETTERS.get(s, '?') for s in statuses),
+        confounded=confounded_text(model.catalog.names, confounders),
         decided=sum(known),
         wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t))
 
@@ -234,7 +238,7 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                                 'update_plans': planner.calls - executed_calls})
             result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
                                   update.samples_accepted, update.message, run, index,
-                                  [entry.status for entry in estimator.belief.report])
+                                  estimator.belief.report)
             result.candidates = len(candidates)
             result.information = round(information, 4)
             if heldout:
@@ -320,6 +324,8 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         'true_capabilities': model.catalog.format_vector(model.catalog.resolve(settings.partner)),
         'wall_time_s': round(wall_s, 3),
         'per_task': per_task,
+        # Per run and task, every capability's status (evidence.py).
+        'evidence': evidence_entries(model.catalog.names, results),
         **(extra or {}),
     }
 

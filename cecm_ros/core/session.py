@@ -39,7 +39,7 @@ def session_task_result(model: Domain, index: int, task: Task, estimate: np.ndar
                         truth: np.ndarray, robot_plan: JointPlan, human_plan: JointPlan,
                         corrections: int, robot_decisions: int, goal_reached: bool,
                         accepted: int, message: str, theta: Sequence[float],
-                        statuses: Sequence[str] = (),
+                        statuses: Sequence = (),
                         pool: HeldoutPool | None = None) -> TaskResult:
     """The metrics row of task ``index`` (0-based), Hamming after that task's update;
     with a held-out ``pool`` also the held-out agreement and identifiable Hamming."""

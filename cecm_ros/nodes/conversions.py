@@ -18,7 +18,7 @@ from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import NOOP, Domain, JointPlan, JointStep, Task
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
-from cecm_ros.core.inference import STATUSES, describe_report
+from cecm_ros.core.inference import STATUSES, CapabilityReport, describe_report
 from cecm_ros.core.simulator import predicted_trajectory
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -266,6 +266,14 @@ def stamped_before(msg, than) -> bool:
     if not (new.sec or new.nanosec) or not (old.sec or old.nanosec):
         return False
     return (new.sec, new.nanosec) < (old.sec, old.nanosec)
+
+
+def report_from_belief_msg(msg: CapabilityBeliefMsg) -> list[CapabilityReport]:
+    """The belief's evidence report as the core keeps it (statuses and confounders), so
+    a session's summary.json says what is confounded as an experiment's does."""
+    confounded = list(msg.confounded_with) or [''] * len(msg.status)
+    return [CapabilityReport(status, float(theta), tuple(filter(None, others.split(','))))
+            for status, theta, others in zip(msg.status, msg.theta, confounded)]
 
 
 def report_lines(msg: CapabilityBeliefMsg) -> list[str]:

@@ -833,7 +833,7 @@ class TaskManager(CecmNode):
                 self.model, index, task, estimate, self.truth, robot_plan, human_plan,
                 outcome.corrections, outcome.robot_actions, outcome.goal_reached,
                 update.samples_accepted, update.message, theta=list(belief.theta),
-                statuses=list(belief.status))
+                statuses=conv.report_from_belief_msg(belief))
         except InterruptedWorkError:
             raise StopRequestedError('task_manager is stopping') from None
         decided = f' decided={result.decided}' if belief.status else ''
