@@ -322,6 +322,20 @@ def _report(summary_path: Path) -> None:
     summary = json.loads(summary_path.read_text())
     rows = summary.get('per_task') or []
     prior = summary.get('prior') or {}
+    statuses = (summary.get('report') or {}).get('status') or {}
+    if rows and statuses:
+        # The headline is what was learned: Hamming counts capabilities no task could
+        # show as errors, so "0.12 -> 0.12" can hide 15 of 17 decided rightly.
+        lacking = {item.split('=')[0] for item in
+                   str(summary.get('true_capabilities', '')).split(',') if '=' in item}
+        decided = {n: s for n, s in statuses.items() if s in ('known_present', 'known_absent')}
+        wrong = [n for n, s in decided.items() if (s == 'known_absent') != (n in lacking)]
+        undecided = [n for n, s in statuses.items() if s == 'undecided']
+        agreement = rows[-1].get('heldout_agreement')
+        _say(f'learned in {len(rows)} tasks: {len(decided)} of {len(statuses)} capabilities '
+             f'decided ({f"{len(wrong)} wrongly: " + ", ".join(wrong) if wrong else "all rightly"})'
+             + (f', {len(undecided)} undecided' if undecided else '')
+             + (f'; held-out agreement {agreement["mean"]:.2f}' if agreement else ''))
     if rows and prior:
         last = rows[-1]
         _say(f'belief Hamming distance to the true capabilities: {prior["hamming"]:.2f} '

@@ -4,6 +4,7 @@ and the known keys, never a silent default)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -315,3 +316,32 @@ def test_an_experiment_on_the_lab_reports_its_evidence(tmp_path, capsys):
         assert sorted(listed) == sorted(names)
     assert 'evidence after task 2 (2 runs; the partner lacks spin, label):' in printed
     assert 'held-out agreement' in printed.split('evidence after task 2')[1]
+
+
+def test_the_plan_table_keeps_long_actions_apart(lab):
+    task = lab.task_generator(1).next_task()
+    with lab.planner() as planner:
+        plan = planner.plan(task, lab.catalog.all_capable())
+    table = plan.format()
+    for line, step in zip(table.splitlines()[1:], plan.steps):
+        assert f'{step.robot}  ' in line   # never "(walk robot fridge centrifuge_room)noop"
+    assert plan.format(width=10).splitlines()[1].split()[1:] == \
+        [*plan.steps[0].robot.split(), *plan.steps[0].human.split()]
+
+
+def test_the_demo_headline_leads_with_what_was_decided(tmp_path, capsys):
+    from cecm_ros.demo_graph import _report
+
+    summary = {'true_capabilities': 'spin=0,label=0',
+               'per_task': [{'hamming': {'mean': 0.3}, 'hamming_active': {'mean': 0.3},
+                             'heldout_agreement': {'mean': 1.0},
+                             'hamming_identifiable': {'mean': 0.0}}],
+               'prior': {'hamming': 0.3, 'hamming_active': 0.3},
+               'report': {'lines': ['known absent: spin'],
+                          'status': {'walk': 'known_present', 'spin': 'known_absent',
+                                     'label': 'undecided', 'take': 'known_absent'}}}
+    (tmp_path / 'summary.json').write_text(json.dumps(summary))
+    _report(tmp_path / 'summary.json')
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == ('[cecm] learned in 1 tasks: 3 of 4 capabilities decided (1 wrongly: '
+                     'take), 1 undecided; held-out agreement 1.00')

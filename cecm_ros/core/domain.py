@@ -78,7 +78,9 @@ class JointPlan:
         return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
 
     def format(self, width: int = 34) -> str:
-        """A two-column table of who does what, one joint step per line."""
+        """A two-column table of who does what, one joint step per line (the robot's
+        column as wide as its longest action, so columns never run together)."""
+        width = max([width - 2, *(len(step.robot) for step in self.steps)]) + 2
         lines = [f'{"step":>4}  {"robot":<{width}}{"human"}']
         for index, step in enumerate(self.steps, 1):
             lines.append(f'{index:>4}  {step.robot:<{width}}{step.human}')

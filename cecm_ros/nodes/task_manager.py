@@ -507,7 +507,8 @@ class TaskManager(CecmNode):
             raise SessionError(f'{label}: the candidates could not be ranked: '
                                f'{response.message}')
         task = tasks.take(response.best)
-        information = float(response.information[response.best])
+        # Rounding can leave an uninformative choice a hair below zero ("-0.00 bits").
+        information = max(0.0, float(response.information[response.best]))
         self.get_logger().info(f'{label}: chose {task.task_id} of {len(candidates)} '
                                f'candidates ({information:.2f} bits expected)')
         return task, len(candidates), information
