@@ -64,6 +64,28 @@ def _add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
                        help='partner vector as name=0,name=1,... over all ones')
 
 
+def _add_behaviour_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--partner-behaviour', metavar='BEHAVIOUR',
+                        help='how the simulated partner departs from the optimal one: '
+                             'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
+                             "preference or detour:P (docs/partners.md) (default: the "
+                             "domain's: optimal; Overcooked independent)")
+
+
+def _partner_behaviour(args) -> str | None:
+    """The --partner-behaviour text, with an explicit --partner-search shared read as
+    'optimal' (the robot's planner), and refused beside a behaviour of its own search."""
+    from .core.partners import PartnerBehaviour
+
+    text = args.partner_behaviour
+    if getattr(args, 'partner_search', None) != 'shared':
+        return text
+    if text is not None and PartnerBehaviour.parse(text).own_search:
+        raise CecmError(f'--partner-search shared contradicts --partner-behaviour {text} '
+                        '(a search of its own); give one of them')
+    return text if text is not None or args.forgo_probability else 'optimal'
+
+
 def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
     defaults = EstimatorSettings()
     parser.add_argument('--inference', choices=tuple(PRESETS), default='posterior',
@@ -217,6 +239,10 @@ def _print_task(model, task) -> None:
 def cmd_demo(args) -> int:
     if args.web and args.no_ros:
         raise CecmError('--web needs the node graph (the panel is a ROS node); drop --no-ros')
+    if args.partner_behaviour is not None:   # refused here, not by a node in the graph
+        from .core.partners import PartnerBehaviour
+
+        PartnerBehaviour.parse(args.partner_behaviour)
     if not args.no_ros:
         try:
             from .demo_graph import run_graph_demo
@@ -230,14 +256,28 @@ def cmd_demo(args) -> int:
 
 def _core_demo(args) -> int:
     """Plan and simulate one task per named partner type (no ROS needed)."""
+    from .core.experiment import partner_search_seed
     from .core.metrics import correction_ratio
-    from .core.partners import RobotTeammate, SimulatedHuman, run_shared_task
+    from .core.partners import (
+        RobotTeammate,
+        SimulatedHuman,
+        partner_seed,
+        resolve_partner_behaviour,
+        run_shared_task,
+    )
 
     model = _model(args)
+    behaviour = resolve_partner_behaviour(args.partner_behaviour,
+                                          default=model.default_partner_behaviour)
     task = model.task_generator(args.seed).next_task()
     _print_task(model, task)
     print(f'inert capabilities here: {", ".join(model.inert_capabilities) or "none"}')
     with model.planner(plan_cache=_plan_cache(args)) as planner:
+        own = planner.with_seed(partner_search_seed(args.seed)) \
+            if behaviour.own_search else None
+        print(f'simulated partner: {behaviour}' + (
+            " (this planner has no seed: the same as optimal)"
+            if behaviour.own_search and own is None else ''))
         for partner in list(model.catalog.partner_types)[:2]:
             truth = model.catalog.resolve(partner)
             started = time.perf_counter()
@@ -248,10 +288,13 @@ def _core_demo(args) -> int:
             print(plan.format())
             record = run_shared_task(model, task, RobotTeammate(planner, model.catalog
                                                                 .all_capable()),
-                                     SimulatedHuman(planner, truth))
+                                     SimulatedHuman(own or planner, truth, behaviour=behaviour,
+                                                    seed=partner_seed(args.seed,
+                                                                      task.task_id)))
             print(f'an optimistic robot working with this partner: {record.corrections} '
                   f'corrections in {record.robot_decisions} robot decisions '
                   f'({correction_ratio(record.corrections, record.robot_decisions):.0%}), '
+                  f'{record.partner_deviations} partner steps off its plan, '
                   f'goal reached: {record.goal_reached}')
     return 0
 
@@ -270,7 +313,8 @@ def cmd_experiment(args) -> int:
         seed=args.seed, jobs=args.jobs, estimator=_estimator_settings(args, model),
         switch_partner=args.switch_partner, switch_after=args.switch_after,
         forgo_probability=args.forgo_probability, task_choice=args.task_choice,
-        partner_search=args.partner_search,
+        partner_search=args.partner_search or 'shared',
+        partner_behaviour=_partner_behaviour(args),
         candidates=args.candidates, heldout=args.heldout)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
@@ -460,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
     sub.add_argument('--no-ros', action='store_true',
                      help='plan and simulate without the ROS 2 node graph')
+    _add_behaviour_option(sub)
     _add_plan_store_options(sub)
     web = sub.add_argument_group('browser correction panel')
     web.add_argument('--web', action='store_true',
@@ -485,15 +530,17 @@ def build_parser() -> argparse.ArgumentParser:
                           'off) (default: %(default)s)')
     sub.add_argument('--method', default='cecm',
                      help='cecm, cecm_div, optimistic or pessimistic (default: cecm)')
+    _add_behaviour_option(sub)
     sub.add_argument('--forgo-probability', type=float, default=0.0, metavar='P',
                      help='chance per task that the simulated partner declines one of its '
-                          'capabilities (a not quite optimal partner) (default: 0)')
+                          'capabilities (a not quite optimal partner); the same as '
+                          '--partner-behaviour forgo:P (default: 0)')
     sub.add_argument('--partner-search', choices=('shared', 'independent'),
-                     default='shared',
                      help="'independent': the simulated partner plans with a seed of its "
                           "own per run (Overcooked's MCTS: a search of its own, whose plan "
-                          "may be another of several equally good ones); 'shared': with "
-                          'the robot\'s planner (default: %(default)s)')
+                          "may be another of several equally good ones), the same as "
+                          "--partner-behaviour independent; 'shared': with the robot's "
+                          'planner (default: the partner behaviour\'s)')
     sub.add_argument('--compare', metavar='M1,M2,...',
                      help='run these methods on the same seeds and plot them together')
     sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')

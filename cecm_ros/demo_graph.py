@@ -94,6 +94,8 @@ def write_params(base: Path, args, out: Path) -> Path:
             **_estimator_parameters(args)},
     }
     settings['task_manager']['journal_dir'] = str((out / 'journal').resolve())
+    if getattr(args, 'partner_behaviour', None):
+        settings['simulated_human']['partner_behaviour'] = args.partner_behaviour
     settings['task_manager'].update(task_choice=args.task_choice,
                                     task_candidates=args.candidates)
     # The demo stops the lifecycle manager first and gives it time to take the nodes
@@ -300,6 +302,8 @@ def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) 
                f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
                f'samples:={args.samples}', f'summary_path:={out / "summary.json"}',
                'exit_when_done:=true']
+    if getattr(args, 'partner_behaviour', None):
+        command.append(f'partner_behaviour:={args.partner_behaviour}')
     if getattr(args, 'web', False):
         command += ['web:=true', 'answer_intents:=false',
                     f'correction_window_s:={args.correction_window}',

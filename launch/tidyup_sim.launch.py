@@ -83,6 +83,9 @@ ARGUMENTS = {
     'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "
                           'params_file (40)'),
     'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
+    'partner_behaviour': ('', "How the simulated partner departs from the optimal one: "
+                              'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
+                              "preference or detour:P (docs/partners.md); '' = params_file"),
     'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
                            "person (correction_console); '' = params_file (true)"),
     'correction_window_s': ('', "Seconds the robot waits for an answer to each intent; "
@@ -131,6 +134,7 @@ def _overrides(context) -> dict[str, dict]:
         'heldout_tasks': (int, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),
+        'partner_behaviour': (str, ['simulated_human']),
         'correction_window_s': (float, ['executor']),
         'web_host': (str, [WEB_PANEL]),
         'web_port': (int, [WEB_PANEL]),

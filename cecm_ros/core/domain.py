@@ -166,6 +166,25 @@ class Planner(ABC):
         (:class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
         return None
 
+    def action_values(self, task: Task, state: State, vector: np.ndarray,
+                      actions: Sequence[str]) -> dict[str, float]:
+        """How good each of the partner's ``actions`` (NOOP: wait) is now, in ``state`` of
+        ``task``, for a partner with ``vector``: higher is better, in the domain's units
+        (what a Boltzmann partner chooses by). By default minus (the action's cost, then an
+        optimal plan's cost from where it leads), one plan per action, remembered like any
+        plan; an action after which the goal is out of reach is left out. A planner with
+        value estimates of its own (a tree search) overrides this."""
+        domain = self.domain
+        values: dict[str, float] = {}
+        for action in actions:
+            after, _ = domain.transition(state, HUMAN, action, vector)
+            try:
+                plan = self.plan(domain.task_from_state(task, after), vector)
+            except UnsolvableTaskError:
+                continue
+            values[action] = -(domain.action_cost(action) + plan.cost)
+        return values
+
     def with_seed(self, seed: int) -> Planner | None:
         """A planner like this one whose own random choices take ``seed`` (another search
         among equally good plans), or None for a planner without a seed (the default)."""
@@ -201,6 +220,10 @@ class Domain(ABC, Generic[StateT]):
     # The acceptance threshold suited to this domain's distance (None: the estimator's
     # default, which suits a Jaccard distance over sets of atoms).
     default_epsilon: float | None = None
+    # The simulated partner's behaviour when a command names none (text of
+    # cecm_ros.core.partners.PartnerBehaviour): 'optimal' plans as the robot's planner
+    # would; a domain whose planner is its own oracle (Overcooked) says 'independent'.
+    default_partner_behaviour: str = 'optimal'
 
     # ------------------------------------------------------------ capabilities
     @property
@@ -264,6 +287,11 @@ class Domain(ABC, Generic[StateT]):
     @abstractmethod
     def action_agent(self, action: str) -> str:
         """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
+
+    def action_cost(self, action: str) -> float:
+        """What ``action`` costs in the units of a plan's ``cost`` (NOOP: 0); 1 unless the
+        domain has costs of its own (a partner's action values add it up)."""
+        return 0.0 if action == NOOP else 1.0
 
     @abstractmethod
     def canonical_action(self, action: str) -> str:

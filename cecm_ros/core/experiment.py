@@ -31,10 +31,12 @@ from .evidence import STATUS_LETTERS, confounded_text, evidence_entries
 from .hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from .metrics import HeldoutPool
 from .partners import (
+    PartnerBehaviour,
     RobotTeammate,
     SimulatedHuman,
     TaskRecord,
     partner_seed,
+    resolve_partner_behaviour,
     run_shared_task,
 )
 from .task_choice import choose_task
@@ -42,7 +44,7 @@ from .tasks import TaskSequence, heldout_seed
 
 METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
            'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
-           'wrong_known', 'heldout_feasible')
+           'wrong_known', 'heldout_feasible', 'partner_deviation')
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
 TASK_CHOICES = ('given', 'informative')
 PARTNER_SEARCHES = ('shared', 'independent')
@@ -65,6 +67,10 @@ class ExperimentSettings:
     # run, where the planner has a seed (a search of its own, as a stochastic planner
     # gives a real partner: equally good plans need not be the predicted one).
     partner_search: str = 'shared'
+    # How the simulated partner departs from the optimal one (PartnerBehaviour text,
+    # docs/partners.md); None: what forgo_probability and partner_search say, else the
+    # domain's default_partner_behaviour.
+    partner_behaviour: str | None = None
     task_choice: str = 'given'               # or 'informative': the most informative of
     candidates: int = 5                      # this many candidate tasks
     heldout: int = 40                        # size of the held-out pool for the metrics
@@ -82,6 +88,8 @@ class ExperimentSettings:
         if not 0.0 <= self.forgo_probability <= 1.0:
             raise ConfigError(f'forgo_probability must lie in [0, 1], got '
                               f'{self.forgo_probability}')
+        resolve_partner_behaviour(self.partner_behaviour, self.forgo_probability,
+                                  self.partner_search)
         if (self.switch_partner is None) != (self.switch_after is None):
             raise ConfigError('switch_partner and switch_after go together')
         if self.task_choice not in TASK_CHOICES:
@@ -95,6 +103,11 @@ class ExperimentSettings:
     @property
     def heldout_seed(self) -> int:
         return heldout_seed(self.seed)
+
+    def behaviour(self, model: Domain) -> PartnerBehaviour:
+        """The simulated partner's behaviour in ``model``'s experiments."""
+        return resolve_partner_behaviour(self.partner_behaviour, self.forgo_probability,
+                                         self.partner_search, model.default_partner_behaviour)
 
 
 @dataclass
@@ -126,6 +139,9 @@ class TaskResult:
     # Of the partner actions in open-loop plans under the estimate on the run's held-out
     # tasks (a domain with few tasks: those the run does not learn on), the feasible share.
     heldout_feasible: float = float('nan')
+    # Of the task's joint steps, the share where the partner did not take its plan's step
+    # (a per-step partner behaviour: docs/partners.md).
+    partner_deviation: float = 0.0
 
 
 def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
@@ -155,7 +171,8 @@ def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
         status=''.join(STATUS_LETTERS.get(s, '?') for s in statuses),
         confounded=confounded_text(model.catalog.names, confounders),
         decided=sum(known),
-        wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t))
+        wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t),
+        partner_deviation=record.partner_deviations / max(1, len(record.steps)))
 
 
 def partner_search_seed(seed: int) -> int:
@@ -203,8 +220,12 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
         sequence = TaskSequence(model, seed, count=settings.tasks,
                                 candidates=settings.candidates if informative else 1)
     robot_planner = robot_planner or planner
+    behaviour = settings.behaviour(model)
     partner_planner = planner.with_seed(partner_search_seed(seed)) \
-        if settings.partner_search == 'independent' else None
+        if behaviour.own_search or settings.partner_search == 'independent' else None
+    if behaviour.own_search and partner_planner is None and report and run == 0:
+        report(f'partner behaviour independent: {model.name}\'s planner has no seed (it is '
+               'deterministic), so the partner plans as the robot would: as optimal')
     evaluator = evaluator_for(settings.method, planner)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
@@ -223,8 +244,8 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             task = sequence.take(choice.index)
             chosen, chosen_calls = time.perf_counter(), planner.calls
             information = choice.information[choice.index] if choice.information else 0.0
-            human = SimulatedHuman(partner_planner or planner, truth, settings.forgo_probability,
-                                   seed=partner_seed(seed, task.task_id))
+            human = SimulatedHuman(partner_planner or planner, truth,
+                                   seed=partner_seed(seed, task.task_id), behaviour=behaviour)
             record = run_shared_task(model, task,
                                      RobotTeammate(robot_planner, estimator.estimate), human)
             executed, executed_calls = time.perf_counter(), planner.calls
@@ -380,7 +401,8 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
         if baseline is not None:
             baseline.close()
     wall = time.perf_counter() - started
-    extra = {'planner_calls': planner.calls - calls_before,
+    extra = {'partner_behaviour': str(settings.behaviour(model)),
+             'planner_calls': planner.calls - calls_before,
              'planner_cache_hits': planner.cache_hits - hits_before,
              'estimator_variant': settings.estimator.variant}
     if identifiable is not None:
@@ -399,7 +421,8 @@ PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-in
                'correction_ratio': 'Ratio of corrected actions', 'iou': 'Plan overlap (IoU)',
                'infeasible_assigned': 'Infeasible actions assigned',
                'accepted_samples': 'Accepted samples',
-               'heldout_feasible': 'Feasible partner actions (held-out, open loop)'}
+               'heldout_feasible': 'Feasible partner actions (held-out, open loop)',
+               'partner_deviation': "Partner steps off its plan"}
 METHOD_LABELS = {'cecm': 'CE-CM', 'cecm_div': 'CE-CM-Div', 'optimistic': 'Optimistic',
                  'pessimistic': 'Pessimistic'}
 

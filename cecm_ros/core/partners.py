@@ -7,6 +7,12 @@ conflicts with the human's joint plan, the human corrects it (do this instead, o
 wait) and the robot re-plans from the state the step leaves. The observed trajectory
 therefore always follows the human's plan.
 
+How the simulated partner departs from an optimal one is its :class:`PartnerBehaviour`
+(docs/partners.md): it may search with a seed of its own, decline a capability, pursue
+the goal's atoms in an order of its own, or, step by step, take another action than its
+plan's (Boltzmann-rational, noisy, detours). After such a step it re-plans from where
+the world is and goes on enforcing its new plan.
+
 Outside that protocol (a person who answers for the partner, or lets a wrong action
 pass) the world can leave both plans behind: :func:`off_plan` tells when, and
 :meth:`SimulatedHuman.replan` lets the partner carry on from where the world is.
@@ -14,14 +20,16 @@ pass) the world can leave both plans behind: :func:`off_plan` tells when, and
 
 from __future__ import annotations
 
+import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 
 import numpy as np
 
-from .domain import NOOP, Domain, JointPlan, JointStep, Planner, State, Task
-from .errors import CecmError
+from .domain import HUMAN, NOOP, Domain, JointPlan, JointStep, Planner, State, Task
+from .errors import CecmError, ConfigError, UnsolvableTaskError
 from .simulator import ActionOutcome, WorldSimulator
 
 
@@ -90,6 +98,21 @@ class Correction:
     corrected: str   # what it must do instead ("noop" = wait)
 
 
+def concatenate_plans(plans: Sequence[JointPlan]) -> JointPlan:
+    """One plan of several that each start where the one before ended."""
+    first = plans[0]
+    return replace(
+        first, steps=tuple(s for p in plans for s in p.steps),
+        cost=sum(p.cost for p in plans), robot_cost=sum(p.robot_cost for p in plans),
+        human_cost=sum(p.human_cost for p in plans),
+        trajectory=first.trajectory + tuple(s for p in plans[1:] for s in p.trajectory[1:]),
+        human_capabilities_used=frozenset().union(*(p.human_capabilities_used
+                                                    for p in plans)),
+        planning_time_s=sum(p.planning_time_s for p in plans),
+        sequential=tuple(a for p in plans for a in p.sequential),
+        planner_cost=sum(p.planner_cost for p in plans))
+
+
 def partner_seed(seed: int, task_id: str) -> int:
     """The seed of a simulated partner's choices in one task: from the run's seed and the
     task's id only, so that a restarted partner decides as the first would have."""
@@ -97,23 +120,134 @@ def partner_seed(seed: int, task_id: str) -> int:
                .integers(2**32))
 
 
+BEHAVIOUR_FORMS = ('optimal', 'independent', 'boltzmann:BETA', 'noisy:P', 'forgo:P',
+                   'preference', 'detour:P')
+# Behaviours with a number after the colon, and what it is.
+_PARAMETERS = {'boltzmann': 'BETA', 'noisy': 'P', 'forgo': 'P', 'detour': 'P'}
+_KINDS = tuple(form.split(':')[0] for form in BEHAVIOUR_FORMS)
+# A partner deviates only in the first this many times its first plan's length steps of
+# a task, so that a task ends whatever it draws.
+DEVIATION_HORIZON = 3
+
+
+@dataclass(frozen=True)
+class PartnerBehaviour:
+    """How a simulated partner departs from the optimal one (docs/partners.md).
+
+    ``optimal``: the joint plan of the robot's planner under its true capabilities;
+    ``independent``: the same with a search seed of its own (where the planner has one);
+    ``forgo:P``: per task, with probability P, declines one capability its plan uses;
+    ``preference``: achieves the goal's atoms one at a time in an order of its own;
+    ``boltzmann:BETA``: per step, its action by a softmax (inverse temperature BETA) over
+    the planner's action values; ``noisy:P``: per step, with probability P, a random action
+    it can do; ``detour:P``: per step, with probability P, an extra action not in its plan.
+    """
+
+    kind: str = 'optimal'
+    value: float = 0.0   # BETA or P
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ConfigError(f'unknown partner behaviour {self.kind!r}; behaviours: '
+                              f'{", ".join(BEHAVIOUR_FORMS)}')
+        if self.kind == 'boltzmann' and not (0.0 <= self.value < math.inf):
+            raise ConfigError(f'boltzmann:BETA needs a BETA of at least 0, got {self.value}')
+        if self.kind in ('noisy', 'forgo', 'detour') and not 0.0 <= self.value <= 1.0:
+            raise ConfigError(f'{self.kind}:P needs a P in [0, 1], got {self.value}')
+
+    @classmethod
+    def parse(cls, text: str) -> PartnerBehaviour:
+        """``optimal``, ``boltzmann:2``, ...; ConfigError naming the text and the forms."""
+        kind, colon, number = str(text).strip().partition(':')
+        wanted = _PARAMETERS.get(kind)
+        if kind not in _KINDS or bool(colon) != bool(wanted):
+            raise ConfigError(f'unknown partner behaviour {text!r}; behaviours: '
+                              f'{", ".join(BEHAVIOUR_FORMS)}')
+        if not wanted:
+            return cls(kind)
+        try:
+            value = float(number)
+        except ValueError:
+            raise ConfigError(f'partner behaviour {text!r}: {wanted} must be a number; '
+                              f'behaviours: {", ".join(BEHAVIOUR_FORMS)}') from None
+        return cls(kind, value)
+
+    def __str__(self) -> str:
+        return f'{self.kind}:{self.value:g}' if self.kind in _PARAMETERS else self.kind
+
+    @property
+    def per_step(self) -> bool:
+        """Whether it may leave its plan at any step (and then re-plans)."""
+        return self.kind in ('boltzmann', 'noisy', 'detour')
+
+    @property
+    def own_search(self) -> bool:
+        return self.kind == 'independent'
+
+
+def resolve_partner_behaviour(text: str | None, forgo_probability: float = 0.0,
+                              partner_search: str = 'shared',
+                              default: str = 'optimal') -> PartnerBehaviour:
+    """The behaviour a partner runs with: ``text`` when given ('' or None: not given),
+    which must agree with the older options (forgo_probability P > 0 is ``forgo:P``,
+    partner_search ``independent`` is ``independent``); else what those say; else
+    ``default`` (the domain's ``default_partner_behaviour``)."""
+    if text is not None and str(text).strip():
+        behaviour = PartnerBehaviour.parse(text)
+        if forgo_probability > 0 and behaviour != PartnerBehaviour('forgo', forgo_probability):
+            raise ConfigError(f'partner behaviour {text!r} contradicts forgo_probability '
+                              f'{forgo_probability:g} (which means forgo:'
+                              f'{forgo_probability:g}); give one of them')
+        if partner_search == 'independent' and behaviour.kind != 'independent':
+            raise ConfigError(f'partner behaviour {text!r} contradicts partner_search '
+                              "independent (which means 'independent'); give one of them")
+        return behaviour
+    if forgo_probability > 0:
+        return PartnerBehaviour('forgo', forgo_probability)
+    if partner_search == 'independent':
+        return PartnerBehaviour('independent')
+    return PartnerBehaviour.parse(default)
+
+
+@dataclass(frozen=True)
+class _Deviation:
+    """A step the partner takes instead of its plan's: the robot waits."""
+
+    step: JointStep
+    after: State              # where the world goes (the partner acts alone)
+    plan: JointPlan           # its plan from there
+
+
 class SimulatedHuman:
     """A partner that knows everyone's true capabilities and enforces its own plan.
 
-    With ``forgo_probability`` > 0 it is not always optimal: at the start of a task it
-    may, with that probability, decline one capability its optimal plan would use (an
-    unmodelled preference) and follow the plan that is optimal without it. ``seed``
-    makes those choices reproducible.
+    Its ``behaviour`` (:class:`PartnerBehaviour`; default optimal) says how it departs
+    from the optimal plan; ``forgo_probability`` P > 0 is the older spelling of
+    ``forgo:P``. Every random choice draws from ``seed`` (give it
+    :func:`partner_seed`), never from the estimator's stream. The loop asks
+    :meth:`choose_step` before each step and calls :meth:`advance` after it.
     """
 
     def __init__(self, planner: Planner, capabilities: np.ndarray,
-                 forgo_probability: float = 0.0, seed: int = 0):
+                 forgo_probability: float = 0.0, seed: int = 0,
+                 behaviour: PartnerBehaviour | None = None):
         if not 0.0 <= forgo_probability <= 1.0:
             raise ValueError(f'forgo_probability must lie in [0, 1], got {forgo_probability}')
+        if behaviour is None:
+            behaviour = PartnerBehaviour('forgo', forgo_probability) if forgo_probability \
+                else PartnerBehaviour()
+        elif forgo_probability and behaviour != PartnerBehaviour('forgo', forgo_probability):
+            raise ValueError(f'forgo_probability {forgo_probability} contradicts the '
+                             f'behaviour {behaviour}')
         self.planner = planner
         self.capabilities = planner.domain.catalog.check_vector(capabilities)
-        self.forgo_probability = forgo_probability
+        self.behaviour = behaviour
+        self.forgo_probability = behaviour.value if behaviour.kind == 'forgo' else 0.0
         self.rng = np.random.default_rng(seed)
+        self.goal_order: tuple[str, ...] = ()   # a 'preference' partner's, per task
+        self.deviations = 0      # steps of this task not its plan's step at the time
+        self.deviation_limit = 0
+        self._deviation: _Deviation | None = None
         self.plan: JointPlan | None = None
         self.forgone: str | None = None
         self.willing = self.capabilities   # what it plans with: less any it declines
@@ -125,9 +259,14 @@ class SimulatedHuman:
 
     def begin_task(self, task: Task) -> JointPlan:
         self.task = task
-        self.plan = self.planner.plan(task, self.capabilities)
         self.forgone = None
         self.willing = self.capabilities
+        if self.behaviour.kind == 'preference':
+            goal = sorted(task.goal)
+            self.goal_order = tuple(goal[i] for i in self.rng.permutation(len(goal)))
+            self.plan = self._plan_for(task)
+        else:
+            self.plan = self.planner.plan(task, self.capabilities)
         used = sorted(self.plan.human_capabilities_used)
         if used and self.rng.random() < self.forgo_probability:
             declined = int(self.rng.choice(used))
@@ -140,7 +279,96 @@ class SimulatedHuman:
         self.first_step = 0
         self.earlier = ()
         self.replans = 0
+        self.deviations = 0
+        self._deviation = None
+        self.deviation_limit = DEVIATION_HORIZON * max(1, len(self.plan.steps))
         return self.plan
+
+    def _plan_for(self, task: Task) -> JointPlan:
+        """Its plan of ``task`` (from the task's start): the planner's under the
+        capabilities it is willing to use, or, with a preference, one plan per prefix of
+        its goal order, each from where the one before ended (prefixes already achieved
+        add nothing)."""
+        if self.behaviour.kind != 'preference':
+            return self.planner.plan(task, self.willing)
+        domain = self.planner.domain
+        state = domain.initial_state(task)
+        pieces: list[JointPlan] = []
+        for size in range(1, len(self.goal_order) + 1):
+            prefix = Task(task.task_id, domain.task_from_state(task, state).initial,
+                          frozenset(self.goal_order[:size]))
+            if domain.goal_reached(prefix, state):
+                continue
+            pieces.append(self.planner.plan(prefix, self.willing))
+            state = pieces[-1].trajectory[-1]
+        if not pieces or not domain.goal_reached(task, state):
+            return self.planner.plan(task, self.willing)
+        return concatenate_plans(pieces)
+
+    def choose_step(self, state: State | None = None) -> JointStep:
+        """This step's joint step: its plan's, or, for a per-step behaviour, a deviation
+        (its own action while the robot waits) that :meth:`advance` then re-plans after.
+        ``state`` is the world's (default: where its plan says the world is by now)."""
+        self._deviation = None
+        if not self.behaviour.per_step or self.finished or self.step >= self.deviation_limit:
+            return self.current_step
+        assert self.plan is not None and self.task is not None
+        if state is None:
+            state = self.plan.trajectory[min(self.step_index, len(self.plan.trajectory) - 1)]
+        planned = self.plan.steps[self.step_index].human
+        domain = self.planner.domain
+        allowed = [a for a in domain.applicable_actions(state, HUMAN)
+                   if domain.partner_capable(a, self.willing)]
+        kind = self.behaviour.kind
+        if kind == 'boltzmann':
+            chosen = self._boltzmann_choice(state, planned, allowed)
+        elif self.rng.random() >= self.behaviour.value:
+            return self.current_step
+        elif kind == 'noisy':
+            chosen = self._random_choice(state, allowed)
+        else:   # detour: an action its plan does not have ahead
+            ahead = {step.human for step in self.plan.steps[self.step_index:]}
+            chosen = self._random_choice(state, [a for a in allowed if a not in ahead])
+        if chosen is not None and chosen[0] != planned:
+            self._deviation = _Deviation(JointStep(NOOP, chosen[0]), *chosen[1:])
+        return self.current_step
+
+    def _after(self, state: State, action: str) -> tuple[State, JointPlan] | None:
+        """Where ``action`` (the partner alone) leads and its plan from there; None when
+        the goal is out of reach from there."""
+        domain = self.planner.domain
+        assert self.task is not None
+        after, _ = domain.transition(state, HUMAN, action, self.capabilities)
+        try:
+            return after, self._plan_for(domain.task_from_state(self.task, after))
+        except UnsolvableTaskError:
+            return None
+
+    def _random_choice(self, state: State, actions: Sequence[str]
+                       ) -> tuple[str, State, JointPlan] | None:
+        """A random one of ``actions`` after which the goal stays in reach."""
+        for index in self.rng.permutation(len(actions)):
+            found = self._after(state, actions[int(index)])
+            if found is not None:
+                return (actions[int(index)], *found)
+        return None
+
+    def _boltzmann_choice(self, state: State, planned: str, allowed: Sequence[str]
+                          ) -> tuple[str, State, JointPlan] | None:
+        """An action drawn with probability proportional to exp(BETA * value). Waiting
+        is a candidate only where its plan waits: when costs are sums of action costs,
+        waiting is never worse than acting, and offered everywhere it would idle."""
+        assert self.task is not None
+        candidates = list(allowed) + ([planned] if planned not in allowed else [])
+        values = self.planner.action_values(self.task, state, self.willing, candidates)
+        if planned not in values:   # (a search that never tried it): its own plan's
+            values[planned] = max(values.values(), default=0.0)
+        names = [a for a in candidates if a in values]
+        scores = np.array([values[a] for a in names]) * self.behaviour.value
+        weights = np.exp(scores - scores.max())
+        action = names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
+        found = None if action == planned else self._after(state, action)
+        return None if found is None else (action, *found)
 
     @property
     def step(self) -> int:
@@ -156,7 +384,7 @@ class SimulatedHuman:
         same capabilities, declined one included; the step count goes on."""
         assert self.task is not None and self.plan is not None, 'no task begun'
         here = self.planner.domain.task_from_state(self.task, state)
-        plan = self.planner.plan(here, self.willing)   # may raise: then nothing changes
+        plan = self._plan_for(here)   # may raise: then nothing changes
         done = self.plan.steps[:self.step_index]
         self.earlier += done + (JointStep(),) * (self.step_index - len(done))
         self.first_step += self.step_index
@@ -178,9 +406,16 @@ class SimulatedHuman:
 
     @property
     def current_step(self) -> JointStep:
+        if self._deviation is not None:
+            return self._deviation.step
         if self.plan is None or self.finished:
             return JointStep()
         return self.plan.steps[self.step_index]
+
+    @property
+    def deviating(self) -> bool:
+        """Whether this step (as :meth:`choose_step` decided it) is not its plan's."""
+        return self._deviation is not None
 
     def review_intent(self, intended: str) -> Correction | None:
         """A correction when the robot's announced action is not the one the plan needs."""
@@ -189,8 +424,23 @@ class SimulatedHuman:
             return None
         return Correction(self.step, intended, expected)
 
-    def advance(self) -> None:
-        self.step_index += 1
+    def advance(self, state: State | None = None) -> None:
+        """Past this step. After a deviation it re-plans from ``state`` (the world's;
+        default: where the deviation led) and the task's step count goes on."""
+        deviation, self._deviation = self._deviation, None
+        if deviation is None:
+            self.step_index += 1
+            return
+        assert self.plan is not None and self.task is not None
+        plan = deviation.plan
+        if state is not None and state != deviation.after:   # the robot did not wait
+            plan = self._plan_for(self.planner.domain.task_from_state(self.task, state))
+        self.earlier += self.plan.steps[:self.step_index] + (deviation.step,)
+        self.first_step += self.step_index + 1
+        self.step_index = 0
+        self.plan = plan
+        self.replans += 1
+        self.deviations += 1
 
 
 class RobotTeammate:
@@ -267,6 +517,7 @@ class TaskRecord:
     trajectory: list[State]      # observed joint states s_0..s_H
     corrections: int = 0
     robot_decisions: int = 0     # steps where the robot intended or was asked to act
+    partner_deviations: int = 0  # the partner's steps that were not its plan's step then
     replans: int = 0
     goal_reached: bool = False
     steps: list[StepRecord] = field(default_factory=list)
@@ -281,17 +532,19 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
     human_plan = human.begin_task(task)
     record = TaskRecord(task, robot_plan, human_plan, trajectory=world.trajectory)
     while not human.finished:
+        human.choose_step(world.state)
         intended = robot.intent()
         correction = human.review_intent(intended)
         executed = correction.corrected if correction else intended
         if intended != NOOP or executed != NOOP:
             record.robot_decisions += 1
         robot_outcome, human_outcome = world.step(executed, human.current_step.human)
-        record.steps.append(StepRecord(human.step_index, intended, robot_outcome,
+        record.steps.append(StepRecord(human.step, intended, robot_outcome,
                                        human_outcome, correction is not None))
         record.corrections += correction is not None
-        human.advance()
+        human.advance(world.state)
         robot.after_step(correction is not None, world.state)
     record.replans = robot.replans
+    record.partner_deviations = human.deviations
     record.goal_reached = world.goal_reached(task)
     return record

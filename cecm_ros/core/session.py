@@ -65,13 +65,15 @@ def session_summary(model: Domain, partner: str, method: str, seed: int,
                     estimator: EstimatorSettings, results: Sequence[TaskResult],
                     wall_s: float, extra: dict | None = None,
                     forgo_probability: float = 0.0, task_choice: str = 'given',
-                    candidates: int = 1, heldout: int = 0) -> dict:
+                    candidates: int = 1, heldout: int = 0,
+                    partner_behaviour: str | None = None) -> dict:
     """The ``cecm experiment`` summary document of one run over ``results``."""
     if not results:
         raise ConfigError('a session summary needs at least one finished task')
     settings = ExperimentSettings(partner=partner, method=method, runs=1,
                                   tasks=len(results), seed=seed, jobs=1, estimator=estimator,
                                   forgo_probability=forgo_probability,
+                                  partner_behaviour=partner_behaviour or None,
                                   task_choice=task_choice, candidates=candidates,
                                   heldout=heldout)
     return summarise(settings, list(results), wall_s, model, extra)

@@ -122,6 +122,7 @@ EXPERIMENT_SETTINGS = {
     'switch_after': _Kind(int, nullable=True, minimum=0),
     'forgo_probability': _Kind(float),
     'partner_search': _Kind(str, PARTNER_SEARCHES),
+    'partner_behaviour': _Kind(str, nullable=True),   # PartnerBehaviour text
     'candidates': _Kind(int, minimum=1),
     'heldout': _Kind(int, minimum=0),
 }
@@ -415,6 +416,8 @@ def _make_cell(path: Path, where: str, values: dict[str, Any],
         raise _fail(path, where, str(error)) from error
     described = asdict(settings)
     del described['runs'], described['jobs']
+    if described['partner_behaviour'] is None:   # cells from before it keep their ids
+        del described['partner_behaviour']
     identity = {'format': SWEEP_FORMAT, 'domain': domain, 'files': digests,
                 'settings': described}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]

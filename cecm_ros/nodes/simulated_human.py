@@ -11,6 +11,8 @@ wait); with ``answer_intents: false`` it stays silent and a person answers inste
 shows the world elsewhere than its plan predicted (an action nobody corrected on its
 behalf), it re-plans from there under the same capabilities, as a person would carry
 on, and publishes the task's plan again (the steps taken, then the new plan).
+Parameter ``partner_behaviour`` makes it less than optimal (docs/partners.md): after a
+step off its plan it re-plans and publishes the task's plan again as well.
 """
 
 from __future__ import annotations
@@ -26,8 +28,14 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import NOOP, ROBOT, Planner
 from cecm_ros.core.errors import CecmError
+from cecm_ros.core.experiment import partner_search_seed
+from cecm_ros.core.partners import (
+    BEHAVIOUR_FORMS,
+    PartnerBehaviour,
+    partner_seed,
+    resolve_partner_behaviour,
+)
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
-from cecm_ros.core.partners import partner_seed
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -81,8 +89,13 @@ class SimulatedHumanNode(CecmNode):
         self.declare('forgo_probability', 0.0,
                      'Chance per task that the partner declines one capability its optimal '
                      'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
-        self.declare('seed', 0, 'Seed of the forgo choices (with the task id)', low=0,
-                     high=2**31 - 1)
+        self.declare('partner_behaviour', '',
+                     'How the partner departs from the optimal one: '
+                     f'{", ".join(BEHAVIOUR_FORMS)} (docs/partners.md); \'\' = forgo:P when '
+                     "forgo_probability P > 0, else the domain's default",
+                     check=behaviour_check)
+        self.declare('seed', 0, "Seed of the partner's random choices (with the task id)",
+                     low=0, high=2**31 - 1)
         self.declare('answer_intents', True,
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
@@ -109,8 +122,21 @@ class SimulatedHumanNode(CecmNode):
                                           workers=self.param('planner_workers'),
                                           **self.planner_options())
         self.forgo = self.param('forgo_probability')
+        self.behaviour = resolve_partner_behaviour(
+            self.param('partner_behaviour'), self.forgo,
+            default=self.model.default_partner_behaviour)
+        # 'independent': a search seed of its own (a planner without a seed plans alike).
+        own = self.planner.with_seed(partner_search_seed(self.param('seed'))) \
+            if self.behaviour.own_search else None
+        if own is not None:
+            # The seeded twin shares the planner's plan store: closing it closes both.
+            self.planner = own
+        elif self.behaviour.own_search:
+            self.get_logger().warning(
+                f'partner_behaviour independent: the {self.model.name} planner has no seed '
+                '(it is deterministic), so the partner plans as the robot would (optimal)')
         self.answers = self.param('answer_intents')
-        self.human = CoreHuman(self.planner, self.truth, self.forgo)
+        self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
         self.task = None
         # Tasks and intents are handled one at a time, in arrival order.
         serial = MutuallyExclusiveCallbackGroup()
@@ -165,7 +191,7 @@ class SimulatedHumanNode(CecmNode):
             self.acted = {}
             self.run_began = time.monotonic()
         # As in `cecm experiment`: one partner per task, seeded by seed and task id.
-        self.human = CoreHuman(self.planner, self.truth, self.forgo,
+        self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour,
                                seed=partner_seed(self.param('seed'), task.task_id))
         try:
             plan = self.human.begin_task(task)
@@ -217,10 +243,12 @@ class SimulatedHumanNode(CecmNode):
                                       f'{msg.task_id}: {error}')
             return
         self._follow_world(msg.task_id, step)
+        if self.human.plan is not None:
+            self.human.choose_step()   # its plan's step, or (a behaviour) another
         if self.answers and not msg.repeated:   # a repeat's window is closed
             self._answer(msg.task_id, msg.attempt, step, intended)
         own = self.human.current_step.human
-        self.human.advance()
+        self._advance(step)
         self._act(msg.task_id, step, own)
 
     def _on_team_state(self, msg: TeamState) -> None:
@@ -268,6 +296,21 @@ class SimulatedHumanNode(CecmNode):
                                             self.human.willing, 'truth', self.stamp()))
         self.get_logger().info(f'step {step}: the world is not where the plan predicted; '
                                f're-planned {len(plan.steps)} joint steps from there')
+
+    def _advance(self, step: int) -> None:
+        """Past this step; after a step off its plan, publish the plan it made then."""
+        deviating = self.human.deviating
+        try:
+            self.human.advance()
+        except CecmError as error:
+            self.get_logger().error(f'step {step}: no plan after leaving the plan ({error})')
+            self.human.plan = None
+            return
+        if deviating:
+            self.plan_pub.publish(conv.plan_msg(self.human.task_plan(), self.model.catalog,
+                                                self.human.willing, 'truth', self.stamp()))
+            self.get_logger().info(f'step {step}: left its plan ({self.human.behaviour}); '
+                                   f're-planned {len(self.human.plan.steps)} joint steps')
 
     def _answer(self, task_id: str, attempt: int, step: int, intended: str) -> None:
         if self.human.plan is None:   # no plan of its own: agree and wait
@@ -351,6 +394,17 @@ class SimulatedHumanNode(CecmNode):
         header = Correction().header
         header.stamp = self.stamp()
         return header
+
+
+def behaviour_check(text: str) -> str:
+    """What is wrong with a ``partner_behaviour`` text ('' = none given)."""
+    if not text.strip():
+        return ''
+    try:
+        PartnerBehaviour.parse(text)
+    except CecmError as error:
+        return str(error)
+    return ''
 
 
 def main(args=None) -> int:

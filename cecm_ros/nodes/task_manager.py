@@ -167,8 +167,9 @@ class TaskManager(CecmNode):
                      'Node whose parameters (method, samples, ...) go into the summary',
                      check=ros_name())
         self.declare('partner_node', 'simulated_human',
-                     "Simulated partner whose forgo_probability goes into the summary ('' = "
-                     'none, e.g. a real person)', check=ros_name(optional=True))
+                     'Simulated partner whose forgo_probability and partner_behaviour go '
+                     "into the summary ('' = none, e.g. a real person)",
+                     check=ros_name(optional=True))
         self.declare('wait_for_partner_plan', True,
                      'Before running a task, wait for the partner plan on human/joint_plan '
                      '(simulated partners publish one)')
@@ -728,7 +729,8 @@ class TaskManager(CecmNode):
         values['source'] = name if 'samples' in values else 'defaults'
         partner = self.param('partner_node')
         if partner:
-            values.update(self._remote_parameters(partner, ('forgo_probability',)))
+            values.update(self._remote_parameters(partner, ('forgo_probability',
+                                                            'partner_behaviour')))
         return values
 
     def _remote_parameters(self, name: str, keys) -> dict:
@@ -1112,6 +1114,7 @@ class TaskManager(CecmNode):
                     self.model, self.partner, estimator['method'], self.param('seed'),
                     settings, results, wall, extra,
                     forgo_probability=float(estimator['forgo_probability']),
+                    partner_behaviour=estimator.get('partner_behaviour') or None,
                     task_choice=self.task_choice,
                     candidates=self.candidates if self.task_choice == 'informative' else 1,
                     heldout=self.param('heldout_tasks'))

@@ -418,6 +418,29 @@ class MctsPlanner(CachingPlanner):
                 'mcts', RULES_VERSION, asdict(twin.settings))))
         return twin
 
+    def action_values(self, task: Task, state: tuple, vector: np.ndarray,
+                      actions) -> dict[str, float]:
+        """The search's own estimates, not a plan per action (far too slow): one search
+        decision from ``state``, seeded as a plan from there would be, and each partner
+        macro's root value (discounted reward) averaged over the robot's macros, weighted
+        by their visits. Macros the search never tried are left out."""
+        here = self.domain.task_from_state(task, state)
+        vector = self.domain.catalog.check_vector(vector) | ~self.domain.relevant_mask(here)
+        allowed = allowed_macros(self.domain, here, vector)
+        search = JointSearch(self.domain, allowed, self.settings, random.Random(
+            search_seed(self.settings.seed, here, allowed)))
+        root = search.node(state)
+        if not root.actions:
+            return {}
+        search.decide(root)
+        sums: dict[str, tuple[float, int]] = {}
+        for (_, partner), visits, total in zip(root.actions, root.visits, root.total):
+            if visits:
+                text = NOOP if partner == STAY else self.domain.action_text(partner, 1)
+                known = sums.get(text, (0.0, 0))
+                sums[text] = (known[0] + total, known[1] + visits)
+        return {a: sums[a][0] / sums[a][1] for a in actions if a in sums}
+
     def plan_many(self, task: Task, vectors) -> list[JointPlan]:
         # Vectors equal on what the task can use share one plan (and one cache entry).
         irrelevant = ~self.domain.relevant_mask(task)

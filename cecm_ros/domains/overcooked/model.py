@@ -99,6 +99,10 @@ class OvercookedDomain(Domain[tuple]):
     # Joint steps are compared by cosine over their features; trajectories of different
     # lengths are padded with their last state (a served kitchen stays served).
     default_epsilon = 0.03
+    # The robot searches its hypotheses with the planner's seed, so a partner that plans
+    # with it too is an oracle (the true vector reproduces it exactly); the paper's
+    # partner searches on its own.
+    default_partner_behaviour = 'independent'
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else config_path(DEFAULT_FILE)
