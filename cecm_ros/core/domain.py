@@ -157,12 +157,14 @@ class Planner(ABC):
         except UnsolvableTaskError:
             return self.plan(task, self.domain.catalog.all_capable()), True
 
-    def plan_sets(self, task: Task, vectors: np.ndarray, size: int
+    def plan_sets(self, task: Task, vectors: np.ndarray, size: int, diversity: float = 0.35
                   ) -> list[list[JointPlan]] | None:
-        """Per vector, up to ``size`` diverse plans whose first is the vector's plan, for
-        CE-CM-Div, when this planner makes such sets itself (a top-k or diverse
-        planner). None (the default) when it does not: CE-CM-Div then builds each set
-        from the plans of partners who decline a capability the optimal plan uses
+        """Per vector, up to ``size`` diverse plans whose first is the vector's plan, each
+        differing by at least ``diversity`` (trajectory set difference, :meth:`Domain.
+        novelty`) from those before it, for CE-CM-Div, when this planner makes such sets
+        itself (a top-k or diverse planner). None (the default) when it does not:
+        CE-CM-Div then builds each set from the plans of partners who decline a
+        capability the optimal plan uses
         (:class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
         return None
 
@@ -220,6 +222,10 @@ class Domain(ABC, Generic[StateT]):
     # The acceptance threshold suited to this domain's distance (None: the estimator's
     # default, which suits a Jaccard distance over sets of atoms).
     default_epsilon: float | None = None
+    # The likelihood's parameters suited to this domain's planner and partners (keys
+    # lapse, bandwidth, likelihood_seeds; see core/likelihood.py); unset ones take the
+    # estimator's defaults. A domain file may set them in a `likelihood:` section.
+    likelihood_defaults: dict[str, Any] = {}
     # The simulated partner's behaviour when a command names none (text of
     # cecm_ros.core.partners.PartnerBehaviour): 'optimal' plans as the robot's planner
     # would; a domain whose planner is its own oracle (Overcooked) says 'independent'.
@@ -284,14 +290,14 @@ class Domain(ABC, Generic[StateT]):
         """One agent's action: unknown actions raise, infeasible ones are self-loops
         (an action whose capability the partner lacks leaves the state as it was)."""
 
-    @abstractmethod
-    def action_agent(self, action: str) -> str:
-        """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
-
     def action_cost(self, action: str) -> float:
         """What ``action`` costs in the units of a plan's ``cost`` (NOOP: 0); 1 unless the
         domain has costs of its own (a partner's action values add it up)."""
         return 0.0 if action == NOOP else 1.0
+
+    @abstractmethod
+    def action_agent(self, action: str) -> str:
+        """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
 
     @abstractmethod
     def canonical_action(self, action: str) -> str:
@@ -386,8 +392,9 @@ class Domain(ABC, Generic[StateT]):
         return None
 
     def baseline_planner(self, **options: Any) -> Planner | None:
-        """The planner of the optimistic baseline when it is not this domain's planner
-        under a fully capable partner (Overcooked: a Q-policy); None by default."""
+        """A learned policy that stands in for the optimistic baseline (method
+        ``qlearning``; Overcooked: a Q-policy); None by default. The method
+        ``optimistic`` plans with the domain's planner under a fully capable partner."""
         return None
 
     def describe(self) -> str:

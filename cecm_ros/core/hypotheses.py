@@ -278,6 +278,10 @@ class DiversePlanEvaluator(_PlanEvaluator):
     ``diversity`` of its states differs from every plan kept before it (the paper's
     trajectory set difference), and at most ``max_plans`` are kept. Every plan in the
     set follows from the task and ``c`` alone, whatever else was planned before.
+
+    A planner that makes sets itself (``Planner.plan_sets``: DiverseMCTS in Overcooked,
+    top-k plans for a PDDL domain with the optional ``plansets`` extra) is asked for
+    them instead, with the same k and delta; the sets above are the fallback.
     """
 
     def __init__(self, planner: Planner,
@@ -299,12 +303,13 @@ class DiversePlanEvaluator(_PlanEvaluator):
     def plan_sets(self, task: Task, samples: np.ndarray,
                   progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
         samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
-        native = self.planner.plan_sets(task, samples, self.max_plans)
+        native = self.planner.plan_sets(task, samples, self.max_plans, self.diversity)
         if native is not None:
-            # The planner's own sets (a top-k or diverse planner): thinned the same way.
-            return [self._thin(plans[0], sorted(plans[1:],
-                                                key=lambda p: (p.planner_cost, p.sequential)))
-                    for plans in native]
+            # The planner's own sets (a top-k or diverse planner), thinned by delta and k
+            # already, in the planner's order (DiverseMCTS: longest tree paths first);
+            # only the cost bound is left to apply, which keeps every plan's diversity
+            # against those before it.
+            return [self._bounded(plans) for plans in native]
         optimal = self.shared.plans(task, samples, progress)
         seen = [{sample.tobytes()} for sample in samples]
         alternatives: list[list[JointPlan]] = [[] for _ in samples]
@@ -342,6 +347,12 @@ class DiversePlanEvaluator(_PlanEvaluator):
         # The optimal plans alone: the rest of the sets is not needed for a prediction.
         samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
         return [plan.trajectory for plan in self.shared.plans(task, samples)]
+
+    def _bounded(self, plans: list[JointPlan]) -> list[JointPlan]:
+        if self.cost_slack is None:
+            return plans[:self.max_plans]
+        limit = plans[0].cost * (1.0 + self.cost_slack) + 1e-9
+        return [plans[0]] + [p for p in plans[1:self.max_plans] if p.cost <= limit]
 
     def _thin(self, best: JointPlan, others: list[JointPlan]) -> list[JointPlan]:
         limit = math.inf if self.cost_slack is None else \

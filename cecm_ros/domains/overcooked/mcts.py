@@ -22,6 +22,7 @@ rollouts of at most ``depth`` joint steps that sample the prior policy.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import random
@@ -29,7 +30,7 @@ import threading
 import time
 from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import accumulate
 from multiprocessing import get_context
 from typing import Any
@@ -38,7 +39,7 @@ import numpy as np
 
 from cecm_ros.core.domain import NOOP, JointPlan, JointStep, PlannerGuarantees, Task
 from cecm_ros.core.errors import ConfigError
-from cecm_ros.core.plan_store import files_digest
+from cecm_ros.core.plan_store import files_digest, plan_key
 from cecm_ros.core.planning import CachingPlanner
 
 from .kitchen import VEGETABLES
@@ -317,8 +318,10 @@ def allowed_macros(domain: OvercookedDomain, task: Task, vector: np.ndarray
 
 
 def search_plan(domain: OvercookedDomain, task: Task, vector: np.ndarray,
-                settings: MctsSettings) -> JointPlan:
-    """The joint plan MCTS makes for ``task`` when the partner has ``vector``."""
+                settings: MctsSettings, tree: list | None = None) -> JointPlan:
+    """The joint plan MCTS makes for ``task`` when the partner has ``vector``; ``tree``,
+    when given, receives the search, its first root and the joint actions chosen
+    (DiverseMCTS reads the tree)."""
     started = time.perf_counter()
     allowed = allowed_macros(domain, task, vector)
     search = JointSearch(domain, allowed, settings, random.Random(search_seed(
@@ -326,6 +329,8 @@ def search_plan(domain: OvercookedDomain, task: Task, vector: np.ndarray,
     state = domain.initial_state(task)
     root = search.node(state)
     chosen: list[tuple[str, str]] = []
+    if tree is not None:
+        tree.extend((search, root, chosen))
     trajectory = [state]
     while not state[DONE] and root.actions and len(chosen) < domain.max_steps:
         index = search.decide(root)
@@ -382,10 +387,22 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _worker_plan(task: Task, vector: bytes) -> JointPlan:
-    domain = _WORKER['domain']
-    return search_plan(domain, task, np.frombuffer(vector, dtype=bool).copy(),
-                       _WORKER['settings'])
+def _worker_plan(task: Task, vector: bytes, seed: int) -> JointPlan:
+    # The seed travels with each search: planners of other seeds share one pool.
+    settings = _WORKER['settings']
+    if settings.seed != seed:
+        settings = replace(settings, seed=seed)
+    return search_plan(_WORKER['domain'], task, np.frombuffer(vector, dtype=bool).copy(),
+                       settings)
+
+
+def _worker_plan_set(task: Task, vector: bytes, seed: int, rules: tuple) -> list:
+    from .diverse import SetRules, plan_set_actions
+    settings = _WORKER['settings']
+    if settings.seed != seed:
+        settings = replace(settings, seed=seed)
+    return plan_set_actions(_WORKER['domain'], task, np.frombuffer(vector, dtype=bool).copy(),
+                            settings, SetRules(*rules))
 
 
 class MctsPlanner(CachingPlanner):
@@ -407,19 +424,24 @@ class MctsPlanner(CachingPlanner):
         self.workers = max(1, int(workers))
         self._pool: ProcessPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        # A planner of another seed (with_seed) searches in its owner's processes.
+        self._owner: MctsPlanner | None = None
+        # DiverseMCTS sets made or loaded here: (task, vector, rules) -> joint actions.
+        self._sets: dict[tuple, list] = {}
         self.open_store(plan_cache, files_digest(
             domain.fingerprint_files(), ('mcts', RULES_VERSION, asdict(self.settings))))
 
     def with_seed(self, seed: int) -> MctsPlanner:
         twin = MctsPlanner(self.domain, workers=1, plan_cache=False,
                            **{**asdict(self.settings), 'seed': seed})
+        twin._owner = self._owner or self
         if self.store is not None:
             twin.use_store(self.store, files_digest(self.domain.fingerprint_files(), (
                 'mcts', RULES_VERSION, asdict(twin.settings))))
         return twin
 
-    def action_values(self, task: Task, state: tuple, vector: np.ndarray,
-                      actions) -> dict[str, float]:
+    def action_values(self, task: Task, state: Any, vector: np.ndarray,
+                      actions) -> dict[str, float]:   # (state: a kitchen state tuple)
         """The search's own estimates, not a plan per action (far too slow): one search
         decision from ``state``, seeded as a plan from there would be, and each partner
         macro's root value (discounted reward) averaged over the robot's macros, weighted
@@ -450,16 +472,87 @@ class MctsPlanner(CachingPlanner):
     def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         # Even a single search goes to a worker process: threads that each ask for one
         # plan (the runs of an experiment) then search side by side, not under one GIL.
-        if self.workers == 1:
+        owner = self._owner or self
+        if owner.workers == 1:
             return [search_plan(self.domain, task, v, self.settings) for v in vectors]
-        with self._pool_lock:   # runs in several threads share one pool
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=get_context('spawn'), initializer=_worker_start,
-                    initargs=(str(self.domain.path), asdict(self.settings), os.getpid()))
-        return list(self._pool.map(_worker_plan, [task] * len(vectors),
-                                   [v.tobytes() for v in vectors],
-                                   chunksize=max(1, len(vectors) // (4 * self.workers))))
+        with owner._pool_lock:   # runs in several threads share one pool
+            if owner._pool is None:
+                owner._pool = ProcessPoolExecutor(
+                    owner.workers, mp_context=get_context('spawn'), initializer=_worker_start,
+                    initargs=(str(owner.domain.path), asdict(owner.settings), os.getpid()))
+            pool = owner._pool
+        return list(pool.map(_worker_plan, [task] * len(vectors),
+                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
+                             chunksize=max(1, len(vectors) // (4 * owner.workers))))
+
+    # DiverseMCTS's L_min (docs/overcooked.md): an attribute, not a search setting, so
+    # that plans kept on disk do not depend on it.
+    set_min_length: int = 3
+
+    def plan_sets(self, task: Task, vectors, size: int, diversity: float = 0.35
+                  ) -> list[list[JointPlan]]:
+        """DiverseMCTS (:mod:`.diverse`): per vector, its own plan and paths of the search
+        tree that made it, completed and thinned; remembered here and kept in the plan
+        store under a key of their own (a set costs a search and more)."""
+        from .diverse import SetRules, replay
+        rules = SetRules(size=size, diversity=diversity, min_length=self.set_min_length)
+        irrelevant = ~self.domain.relevant_mask(task)
+        effective = [self.domain.catalog.check_vector(v) | irrelevant | self.domain.inert_mask
+                     for v in vectors]
+        wanted = {v.tobytes(): v for v in effective}
+        known: dict[bytes, list] = {}
+        with self._lock:
+            sets = self._sets
+            for key in wanted:
+                found = sets.get((task.key, key, rules))
+                if found is not None:
+                    known[key] = found
+        keys = {}
+        if self.store is not None:
+            scope = files_digest(self.domain.fingerprint_files(), (
+                'mcts-sets', RULES_VERSION, asdict(self.settings), rules.key()))
+            keys = {k: plan_key(scope, task.key, ''.join('1' if b else '0' for b in v))
+                    for k, v in wanted.items() if k not in known}
+            by_store_key = {stored: k for k, stored in keys.items()}
+            for key, text in self.store.get_many(list(keys.values())).items():
+                vector_key = by_store_key[key]
+                try:
+                    known[vector_key] = [[tuple(a) for a in plan] for plan in json.loads(text)]
+                except (ValueError, TypeError):
+                    continue   # not a set after all: search it again
+        todo = [k for k in wanted if k not in known]
+        if todo:
+            made = self._search_sets(task, [wanted[k] for k in todo], rules)
+            known.update(zip(todo, made))
+            if self.store is not None:
+                self.store.put_many({keys[k]: json.dumps(a, separators=(',', ':'))
+                                     for k, a in zip(todo, made)})
+        search = JointSearch(self.domain, (True,) * len(MACROS), self.settings,
+                             random.Random(0))
+        replayed = {k: [replay(self.domain, task, search, actions) for actions in known[k]]
+                    for k in wanted}
+        with self._lock:
+            for key in wanted:
+                sets[(task.key, key, rules)] = known[key]
+            while len(sets) > 4096:
+                sets.pop(next(iter(sets)))
+        return [replayed[v.tobytes()] for v in effective]
+
+    def _search_sets(self, task: Task, vectors: list[np.ndarray], rules) -> list[list]:
+        from .diverse import plan_set_actions
+        owner = self._owner or self
+        if owner.workers == 1:
+            return [plan_set_actions(self.domain, task, v, self.settings, rules)
+                    for v in vectors]
+        with owner._pool_lock:   # the pool solve_all uses (started the same way)
+            if owner._pool is None:
+                owner._pool = ProcessPoolExecutor(
+                    owner.workers, mp_context=get_context('spawn'), initializer=_worker_start,
+                    initargs=(str(owner.domain.path), asdict(owner.settings), os.getpid()))
+            pool = owner._pool
+        return list(pool.map(_worker_plan_set, [task] * len(vectors),
+                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
+                             [tuple(asdict(rules).values())] * len(vectors)))
 
     def close(self) -> None:
         if self._pool is not None:
