@@ -25,6 +25,7 @@ from .core.errors import CecmError
 from .core.estimator import PRESETS, EstimatorSettings
 from .core.experiment import TASK_CHOICES
 from .core.inference import UNDECIDED_RULES
+from .core.likelihood import LIKELIHOODS
 
 
 def _model(args):
@@ -120,6 +121,23 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--proposal', choices=('prior', 'belief'),
                         help='abc: draw samples from the prior or from the current belief '
                              '(default: as the inference preset)')
+    parser.add_argument('--likelihood', choices=LIKELIHOODS,
+                        help="posterior: how a task weighs a hypothesis: 'kernel' (graded: "
+                             'a lapse keeps a hypothesis that fails a task, proven '
+                             "capabilities are certain) or 'indicator' (explain every task "
+                             f'or be dropped) (default: {defaults.likelihood})')
+    parser.add_argument('--lapse', type=float,
+                        help="kernel: chance of a step none of the partner's modelled plans "
+                             "explains (default: the domain's; TidyUP 0.05)")
+    parser.add_argument('--bandwidth', type=float,
+                        help='kernel: a soft shoulder beyond epsilon, exp(-(d - epsilon) / '
+                             "BANDWIDTH) (0: none; default: the domain's)")
+    parser.add_argument('--likelihood-seeds', type=int, dest='likelihood_seeds',
+                        help='kernel: searches per hypothesis, each with its own seed, for a '
+                             "planner that has one (default: the domain's; Overcooked 4)")
+    parser.add_argument('--known-mass', type=float, dest='known_mass',
+                        help='kernel: posterior probability at which a capability is '
+                             f'reported known (default: {defaults.known_mass})')
     forgetting = parser.add_mutually_exclusive_group()
     forgetting.add_argument('--window', type=int,
                             help='forget tasks older than this many (0: off; default: off, '
@@ -135,7 +153,10 @@ def _estimator_settings(args, model=None) -> EstimatorSettings:
     overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': epsilon,
                  'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
                  'coupling': args.coupling, 'alike_rooms': args.alike_rooms,
-                 'proposal': args.proposal, 'decay': args.decay}
+                 'proposal': args.proposal, 'decay': args.decay,
+                 'likelihood': args.likelihood, 'lapse': args.lapse,
+                 'bandwidth': args.bandwidth, 'likelihood_seeds': args.likelihood_seeds,
+                 'known_mass': args.known_mass}
     settings = EstimatorSettings.preset(args.inference, **overrides)
     if args.window is not None:
         # 0 switches the window off, as the estimator node's `window` parameter does.
@@ -410,7 +431,8 @@ def cmd_estimate(args) -> int:
                             f'{args.partner_id!r}')
     overrides = {key: getattr(args, key) for key in (
         'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
-        'proposal', 'decay')}
+        'proposal', 'decay', 'likelihood', 'lapse', 'bandwidth', 'likelihood_seeds',
+        'known_mass')}
     if overrides['epsilon'] is None and evidence.settings is None and model.default_epsilon:
         overrides['epsilon'] = model.default_epsilon   # as the estimator node would
     method, settings, seed = reestimate.choose_settings(
@@ -529,7 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help='held-out tasks for the agreement and identifiable metrics (0: '
                           'off) (default: %(default)s)')
     sub.add_argument('--method', default='cecm',
-                     help='cecm, cecm_div, optimistic or pessimistic (default: cecm)')
+                     help='cecm, cecm_div, optimistic, pessimistic or qlearning (the '
+                          "optimistic baseline as a domain's learned policy: Overcooked's "
+                          'Q-policy) (default: cecm)')
     _add_behaviour_option(sub)
     sub.add_argument('--forgo-probability', type=float, default=0.0, metavar='P',
                      help='chance per task that the simulated partner declines one of its '

@@ -35,6 +35,8 @@ from .inference import (
     ParticlePosterior,
     describe_report,
 )
+from .likelihood import LIKELIHOODS, Likelihood, LikelihoodModel, seeded_planners
+from .weighted_posterior import WeightedPosterior
 
 BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
 OLDER_BELIEF_FORMATS = ('cecm_ros/capability_belief/1',)
@@ -82,6 +84,13 @@ class EstimatorSettings:
     decay: float | None = None    # abc: weigh a sample from k tasks ago by decay**k
     proposal: str = 'prior'       # abc: draw samples from the prior, or from the belief
     proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
+    # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
+    # the domain's value (Domain.likelihood_defaults).
+    likelihood: str = 'kernel'        # 'kernel' (graded, the default) or 'indicator'
+    lapse: float | None = None        # kernel: chance of a step no modelled plan explains
+    bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
+    likelihood_seeds: int | None = None   # kernel: searches per hypothesis (seeded planners)
+    known_mass: float = 0.99          # kernel: posterior mass that makes a capability known
 
     def __post_init__(self):
         if self.inference not in INFERENCE_MODES:
@@ -117,6 +126,18 @@ class EstimatorSettings:
             raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
         if self.window is not None and self.decay is not None:
             raise ConfigError('choose either window or decay forgetting, not both')
+        if self.likelihood not in LIKELIHOODS:
+            raise ConfigError(f'likelihood must be one of {", ".join(LIKELIHOODS)}, got '
+                              f'{self.likelihood!r}')
+        if self.lapse is not None and not 0.0 <= self.lapse < 1.0:
+            raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
+        if self.bandwidth is not None and self.bandwidth < 0.0:
+            raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
+        if self.likelihood_seeds is not None and self.likelihood_seeds < 1:
+            raise ConfigError(f'likelihood_seeds must be at least 1, got '
+                              f'{self.likelihood_seeds}')
+        if not 0.5 < self.known_mass < 1.0:
+            raise ConfigError(f'known_mass must lie in (0.5, 1), got {self.known_mass}')
         if self.inference == 'posterior' and self.decay is not None:
             raise ConfigError('decay applies to abc inference; the posterior forgets with '
                               'window')
@@ -136,10 +157,29 @@ class EstimatorSettings:
         return cls(**values)
 
     @property
+    def weighted(self) -> bool:
+        """Whether the posterior weighs hypotheses by a graded likelihood."""
+        return self.inference == 'posterior' and self.likelihood != 'indicator'
+
+    def for_domain(self, domain) -> EstimatorSettings:
+        """These settings with the likelihood parameters left open filled in from the
+        domain (``Domain.likelihood_defaults``)."""
+        defaults = {**DEFAULT_LIKELIHOOD, **getattr(domain, 'likelihood_defaults', {})}
+        return replace(self, **{name: defaults[name] for name in DEFAULT_LIKELIHOOD
+                                if getattr(self, name) is None})
+
+    def likelihood_form(self) -> Likelihood:
+        """The likelihood these settings describe (open parameters: the defaults)."""
+        lapse = DEFAULT_LIKELIHOOD['lapse'] if self.lapse is None else self.lapse
+        bandwidth = DEFAULT_LIKELIHOOD['bandwidth'] if self.bandwidth is None \
+            else self.bandwidth
+        return Likelihood.named(self.likelihood, self.epsilon, lapse, bandwidth)
+
+    @property
     def variant(self) -> str:
         """The preset these settings match, or a description."""
         if self.inference == 'posterior':
-            return 'posterior'
+            return 'posterior' if self.weighted else 'posterior (indicator likelihood)'
         for name in ('paper', 'sequential'):
             preset = PRESETS[name]
             if all(getattr(self, key) == value for key, value in preset.items()):
@@ -155,6 +195,11 @@ class EstimatorSettings:
         return cls(**data)
 
 
+# The likelihood parameters a domain may set (Domain.likelihood_defaults) and the values
+# used where it sets none: a small lapse suits a partner that plans as the robot does.
+DEFAULT_LIKELIHOOD: dict[str, Any] = {'lapse': 0.05, 'bandwidth': 0.0, 'likelihood_seeds': 1}
+
+
 # The estimator node's parameters that make up its settings, and their defaults there:
 # -1 (window) and '' (proposal) leave the value to the inference preset, 0 turns window
 # and decay off, 0 (epsilon) is the domain's threshold.
@@ -164,13 +209,17 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
                    'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
                    'alike_rooms': EstimatorSettings().alike_rooms,
                    'window': -1, 'decay': 0.0, 'proposal': '',
-                   'proposal_floor': EstimatorSettings().proposal_floor}
+                   'proposal_floor': EstimatorSettings().proposal_floor,
+                   'likelihood': EstimatorSettings().likelihood, 'lapse': -1.0,
+                   'bandwidth': -1.0, 'likelihood_seeds': 0,
+                   'known_mass': EstimatorSettings().known_mass}
 
 
 def settings_from_parameters(values: dict, default_epsilon: float | None = None
                              ) -> EstimatorSettings:
     """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning);
-    an epsilon of 0 is the domain's ``default_epsilon`` (else the settings' default)."""
+    an epsilon of 0 is the domain's ``default_epsilon`` (else the settings' default), and
+    a negative lapse or bandwidth or 0 likelihood_seeds the domain's likelihood defaults."""
     values = {**NODE_PARAMETERS, **values}
     if not values['epsilon']:
         values['epsilon'] = default_epsilon or EstimatorSettings().epsilon
@@ -181,8 +230,24 @@ def settings_from_parameters(values: dict, default_epsilon: float | None = None
         sweeps=values['sweeps'], coupling=values['coupling'],
         alike_rooms=values['alike_rooms'], decay=values['decay'] or None,
         proposal=values['proposal'] or None,
-        proposal_floor=values['proposal_floor'])
+        proposal_floor=values['proposal_floor'], likelihood=values['likelihood'],
+        lapse=values['lapse'] if values['lapse'] >= 0 else None,
+        bandwidth=values['bandwidth'] if values['bandwidth'] >= 0 else None,
+        likelihood_seeds=values['likelihood_seeds'] or None,
+        known_mass=values['known_mass'])
     return replace(settings, window=window or None) if window >= 0 else settings
+
+
+def make_posterior(prior: CapabilityPrior, live: np.ndarray, settings: EstimatorSettings,
+                   names: Sequence[str], rows: Sequence[Sequence[int]]) -> ParticlePosterior:
+    """The posterior these settings ask for: weighted under a graded likelihood, or the
+    accept/reject one under the indicator."""
+    if settings.weighted:
+        return WeightedPosterior(prior, live, settings.likelihood_form(), settings.samples,
+                                 settings.sweeps, settings.window, names, rows,
+                                 settings.known_mass)
+    return ParticlePosterior(prior, live, settings.epsilon, settings.samples, settings.sweeps,
+                             settings.window, names, rows)
 
 
 def _bits(vector) -> str:
@@ -248,7 +313,7 @@ class CapabilityBelief:
     @property
     def theta(self) -> np.ndarray:
         """Per-capability probability of being present."""
-        if self.method == 'optimistic':
+        if self.method in ('optimistic', 'qlearning'):
             return np.ones(len(self.capability_names))
         if self.method == 'pessimistic':
             return self.observed.astype(float)
@@ -338,7 +403,10 @@ class CapabilityBelief:
         accepted = np.array([_unbits(r, size, 'accepted sample') for r in rows],
                             dtype=bool).reshape(len(rows), size)
         observed = _unbits(data.get('observed', '0' * size), size, 'observed')
-        settings = EstimatorSettings.from_dict(data.get('settings', {}))
+        saved = dict(data.get('settings', {}))
+        if 'posterior' in data and 'likelihood' not in saved:
+            saved['likelihood'] = 'indicator'   # learned before the graded likelihood
+        settings = EstimatorSettings.from_dict(saved)
         belief = cls(method=str(data['method']), capability_names=names, settings=settings,
                      accepted=accepted,
                      accepted_task=np.array(data.get('accepted_task', []), dtype=np.int64),
@@ -358,9 +426,7 @@ class CapabilityBelief:
                                     tuple(tuple(int(i) for i in row)
                                           for row in state.get('patterns', [])),
                                     settings.alike_rooms)
-            posterior = ParticlePosterior(prior, live, settings.epsilon, settings.samples,
-                                          settings.sweeps, settings.window, names,
-                                          state.get('rows', ()))
+            posterior = make_posterior(prior, live, settings, names, state.get('rows', ()))
             posterior.restore(state, [_evidence_from_dict(t) for t in state.get('tasks', [])])
             belief.posterior = posterior
         return belief
@@ -507,8 +573,10 @@ class CecmEstimator(Estimator):
 
     def __init__(self, model: Domain, evaluator, settings: EstimatorSettings | None = None,
                  seed: int = 0, belief: CapabilityBelief | None = None):
-        super().__init__(model, settings, seed, belief)
+        super().__init__(model, (settings or EstimatorSettings()).for_domain(model), seed,
+                         belief)
         self.evaluator = evaluator
+        self.likelihood_model = self._likelihood_model(evaluator)
         if self.settings.inference == 'posterior' and self.belief.posterior is None:
             if self.belief.tasks_seen or len(self.belief.accepted):
                 raise ConfigError('this belief was learned with abc inference; it cannot '
@@ -517,6 +585,21 @@ class CecmEstimator(Estimator):
             self.belief.posterior.start(np.random.default_rng([self.belief.seed, 0]))
         elif self.settings.inference == 'abc' and self.belief.posterior is not None:
             raise ConfigError('this belief is a posterior; it cannot continue with abc')
+
+    def _likelihood_model(self, evaluator) -> LikelihoodModel | None:
+        """The graded likelihood's model: the evaluator, and as many searches of other
+        seeds as ``likelihood_seeds`` asks for where the planner has a seed."""
+        if not self.settings.weighted:
+            return None
+        evaluators = [evaluator]
+        planner = getattr(evaluator, 'planner', None)
+        if planner is not None and (self.settings.likelihood_seeds or 1) > 1:
+            from .hypotheses import evaluator_for
+
+            evaluators += [evaluator_for(self.method, twin) for twin in
+                           seeded_planners(planner, self.settings.likelihood_seeds or 1)[1:]]
+        return LikelihoodModel(self.settings.likelihood_form(), evaluators,
+                               self.model.exercised_capabilities)
 
     def _new_posterior(self) -> ParticlePosterior:
         settings, catalog = self.settings, self.model.catalog
@@ -528,8 +611,7 @@ class CecmEstimator(Estimator):
         prior = CapabilityPrior(len(catalog), settings.prior,
                                 groups if settings.coupling > 0 else (), settings.coupling,
                                 rows if settings.alike_rooms > 0 else (), settings.alike_rooms)
-        return ParticlePosterior(prior, live, settings.epsilon, settings.samples,
-                                 settings.sweeps, settings.window, catalog.names, rows)
+        return make_posterior(prior, live, settings, catalog.names, rows)
 
     def hypotheses(self) -> tuple[np.ndarray, np.ndarray]:
         belief = self.belief
@@ -599,7 +681,8 @@ class CecmEstimator(Estimator):
         rng = np.random.default_rng([updated.seed, updated.tasks_seen + 1])
         assert updated.posterior is not None   # CE-CM with the posterior has one
         result = updated.posterior.update(task, tuple(plain_state(s) for s in observed),
-                                          self.evaluator, rng, progress)
+                                          self.likelihood_model or self.evaluator, rng,
+                                          progress)
         updated.tasks_seen += 1
         updated.last_accepted = result.survivors
         self.belief = updated
@@ -614,8 +697,16 @@ class CecmDivEstimator(CecmEstimator):
     method = 'cecm_div'
 
 
+class QLearningBaseline(OptimisticEstimator):
+    """The optimistic baseline of a domain with a learned policy (it plans with
+    ``Domain.baseline_planner``): a fully capable partner, never learning."""
+
+    method = 'qlearning'
+
+
 ESTIMATORS: dict[str, type[Estimator]] = {'cecm': CecmEstimator, 'cecm_div': CecmDivEstimator,
-              'optimistic': OptimisticEstimator, 'pessimistic': PessimisticEstimator}
+              'optimistic': OptimisticEstimator, 'pessimistic': PessimisticEstimator,
+              'qlearning': QLearningBaseline}
 
 
 def make_estimator(method: str, model: Domain, evaluator=None,

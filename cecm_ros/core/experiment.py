@@ -29,6 +29,7 @@ from .errors import ConfigError
 from .estimator import EstimatorSettings, make_estimator
 from .evidence import STATUS_LETTERS, confounded_text, evidence_entries
 from .hypotheses import PLAN_SET_DEFAULTS, evaluator_for
+from .likelihood import seeded_planners
 from .metrics import HeldoutPool
 from .partners import (
     PartnerBehaviour,
@@ -45,7 +46,10 @@ from .tasks import TaskSequence, heldout_seed
 METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
            'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
            'wrong_known', 'heldout_feasible', 'partner_deviation')
-METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic')
+# 'qlearning': the optimistic baseline as a domain's own learned policy (Overcooked's
+# Q-policy, Domain.baseline_planner); 'optimistic' plans with the domain's planner and a
+# fully capable partner, the paper's equivalent of a converged Q-policy (appendix B.3).
+METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic', 'qlearning')
 TASK_CHOICES = ('given', 'informative')
 PARTNER_SEARCHES = ('shared', 'independent')
 
@@ -278,6 +282,27 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             partner_planner.close()
 
 
+def baseline_for(model: Domain, method: str) -> Planner | None:
+    """The robot's own planner for a method that plans with a domain's learned baseline
+    policy; None for every other method."""
+    if method != 'qlearning':
+        return None
+    baseline = model.baseline_planner()
+    if baseline is None:
+        raise ConfigError(f'the domain {model.name!r} has no learned baseline policy (method '
+                          "qlearning); 'optimistic' plans with a fully capable partner")
+    return baseline
+
+
+def heldout_pool(model: Domain, planner: Planner, settings: ExperimentSettings) -> HeldoutPool:
+    """The held-out pool of an experiment; identifiability also asks the searches of as
+    many other seeds as the likelihood does (none for a planner without a seed)."""
+    seeds = settings.estimator.for_domain(model).likelihood_seeds or 1
+    twins = [evaluator_for('cecm', twin) for twin in seeded_planners(planner, seeds)[1:]]
+    return HeldoutPool(model, evaluator_for('cecm', planner), settings.heldout_seed,
+                       settings.heldout, twins=twins)
+
+
 def add_heldout_metrics(model: Domain, pool: HeldoutPool, results: list[TaskResult]
                         ) -> dict[str, list[str]]:
     """Fill in each row's held-out agreement and identifiable Hamming distance; returns
@@ -376,7 +401,7 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
 
     own_planner = planner is None
     planner = planner or model.planner(workers=settings.jobs)
-    baseline = model.baseline_planner() if settings.method == 'optimistic' else None
+    baseline = baseline_for(model, settings.method)
     calls_before, hits_before = planner.calls, planner.cache_hits
     started = time.perf_counter()
     try:
@@ -392,8 +417,7 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
         identifiable = None
         if settings.heldout:
             report(f'held-out metrics: {settings.heldout} tasks (seed {settings.heldout_seed})')
-            pool = HeldoutPool(model, evaluator_for('cecm', planner), settings.heldout_seed,
-                               settings.heldout)
+            pool = heldout_pool(model, planner, settings)
             identifiable = add_heldout_metrics(model, pool, results)
     finally:
         if own_planner:
@@ -424,6 +448,7 @@ PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-in
                'heldout_feasible': 'Feasible partner actions (held-out, open loop)',
                'partner_deviation': "Partner steps off its plan"}
 METHOD_LABELS = {'cecm': 'CE-CM', 'cecm_div': 'CE-CM-Div', 'optimistic': 'Optimistic',
+                 'qlearning': 'Q-learning (optimistic)',
                  'pessimistic': 'Pessimistic'}
 
 

@@ -961,11 +961,14 @@ def _task_name(task) -> str:
 
 
 def exact_posterior(prior: CapabilityPrior, live: np.ndarray, epsilon: float, evaluator,
-                    evidence: Sequence[tuple[Any, Sequence]]) -> np.ndarray:
+                    evidence: Sequence[tuple[Any, Sequence]], likelihood=None) -> np.ndarray:
     """P(c_i = 1 | evidence) by enumerating every vector over the live capabilities.
 
     Only for small problems (2^live vectors): the reference the particles are tested
-    against. Inert capabilities keep their prior.
+    against. Inert capabilities keep their prior. Without ``likelihood`` a vector counts
+    when it explains every task (the indicator); with a
+    :class:`~cecm_ros.core.likelihood.LikelihoodModel` each task weighs it by its
+    likelihood.
     """
     live_index = np.flatnonzero(live)
     if len(live_index) > 16:
@@ -976,6 +979,9 @@ def exact_posterior(prior: CapabilityPrior, live: np.ndarray, epsilon: float, ev
     vectors[:, live_index] = grid
     log_weight = prior.log_prob(vectors)
     for task, observed in evidence:
+        if likelihood is not None:
+            log_weight = log_weight + likelihood.log_likelihood(task, vectors, observed)
+            continue
         explains = evaluator.distances(task, vectors, observed) < epsilon
         log_weight = np.where(explains, log_weight, -np.inf)
     if np.isneginf(log_weight).all():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class HeldoutPool:
     """
 
     def __init__(self, model: Domain, evaluator, seed: int, size: int = 40,
-                 interrupt: Callable[[], bool] | None = None):
+                 interrupt: Callable[[], bool] | None = None, twins: Sequence = ()):
         if size < 1:
             raise ValueError(f'a held-out pool needs at least one task, got {size}')
         self.model = model
@@ -83,6 +83,8 @@ class HeldoutPool:
         self.seed = seed
         self.tasks = model.task_generator(seed).tasks(size)
         self.interrupt = interrupt   # asked between pool tasks; True stops the work
+        # Evaluators of the same planner with other search seeds (identifiable asks them).
+        self.twins = list(twins)
         self._trajectories: dict[bytes, tuple] = {}
         self._lock = threading.Lock()
 
@@ -116,16 +118,25 @@ class HeldoutPool:
         return all(v.tobytes() in self._trajectories for v in vectors)
 
     def identifiable(self, truth: np.ndarray, plan: bool = True) -> np.ndarray | None:
-        """Capabilities whose single flip in ``truth`` changes a pool task's plan; with
-        ``plan`` False None, unless every plan that takes is there already."""
-        truth = np.asarray(truth, dtype=bool)
+        """Capabilities that show in a pool task's plan: of ``truth`` and ``truth`` with
+        the capability flipped, the vector that has it uses it in some plan, under the
+        planner's seed or one of the ``seeds`` others. For a cost-optimal planner this is
+        "the flip changes a plan" (a plan that does not use it is also optimal without
+        it); for a search with a seed, whose plans change with any flip because the
+        vector seeds the search, it asks what the capability does, not what the seed
+        does. With ``plan`` False None, unless every plan that takes is there already."""
+        truth = np.asarray(truth, dtype=bool) | self.model.inert_mask
         live = np.flatnonzero(~self.model.inert_mask)
         flipped = np.repeat(truth[None, :], len(live), axis=0)
         flipped[np.arange(len(live)), live] ^= True
         if not plan and not self.planned(np.vstack([truth[None, :], flipped])):
             return None
-        reference = self.trajectories(truth[None, :])[0]
+        self.trajectories(np.vstack([truth[None, :], flipped]))
+        having = np.where(truth[live][:, None], truth[None, :], flipped)   # one per live
         mask = np.zeros(len(truth), dtype=bool)
-        for index, mine in zip(live, self.trajectories(flipped)):
-            mask[index] = any(a != b for a, b in zip(mine, reference))
+        for evaluator in [self.evaluator, *self.twins]:
+            for task in dict.fromkeys(self.tasks):
+                plans = evaluator.plans(task, having)
+                for row, index in enumerate(live):
+                    mask[index] |= int(index) in plans[row].human_capabilities_used
         return mask

@@ -75,14 +75,15 @@ from .experiment import (
     ExperimentSettings,
     TaskResult,
     add_heldout_metrics,
+    baseline_for,
+    heldout_pool,
     plot_summaries,
     run_once,
     summarise,
     write_outputs,
 )
-from .hypotheses import evaluator_for
 from .inference import UNDECIDED_RULES
-from .metrics import HeldoutPool
+from .likelihood import LIKELIHOODS
 
 SWEEP_FORMAT = 'cecm_ros/sweep/1'
 RUN_FORMAT = 'cecm_ros/sweep_run/1'
@@ -140,6 +141,11 @@ ESTIMATOR_SETTINGS = {
     'decay': _Kind(float, nullable=True),
     'proposal': _Kind(str, ('prior', 'belief')),
     'proposal_floor': _Kind(float),
+    'likelihood': _Kind(str, LIKELIHOODS),
+    'lapse': _Kind(float, nullable=True),                # null: the domain's
+    'bandwidth': _Kind(float, nullable=True),            # null: the domain's
+    'likelihood_seeds': _Kind(int, nullable=True, minimum=1),
+    'known_mass': _Kind(float),
 }
 SETTINGS = {**DOMAIN_SETTINGS, **EXPERIMENT_SETTINGS, **ESTIMATOR_SETTINGS}
 _NOT_SETTINGS = {'jobs': 'each run uses one core; `cecm sweep --jobs` sets how many run '
@@ -462,13 +468,12 @@ def execute_run(work: RunWork) -> dict[str, Any]:
     settings = settings_from_dict(work.settings)
     started = time.perf_counter()
     planner = model.planner(workers=1, plan_cache=work.plan_cache)
-    baseline = model.baseline_planner() if settings.method == 'optimistic' else None
+    baseline = baseline_for(model, settings.method)
     try:
         rows = run_once(model, planner, settings, work.run, None, baseline)
         identifiable: dict[str, list[str]] = {}
         if settings.heldout:
-            pool = HeldoutPool(model, evaluator_for('cecm', planner), settings.heldout_seed,
-                               settings.heldout)
+            pool = heldout_pool(model, planner, settings)
             identifiable = add_heldout_metrics(model, pool, rows)
     finally:
         planner.close()

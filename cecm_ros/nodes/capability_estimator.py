@@ -35,6 +35,7 @@ from cecm_ros.core.estimator import (
 )
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.inference import UNDECIDED_RULES
+from cecm_ros.core.likelihood import LIKELIHOODS
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
@@ -72,8 +73,8 @@ class CapabilityEstimator(CecmNode):
         self.declare_model_parameters()
         self.declare('method', 'cecm', 'Estimation method', choices=METHODS)
         self.declare('inference', 'posterior',
-                     "CE-CM's inference: 'posterior' (every hypothesis must explain every "
-                     "task), 'paper' (Algorithm 1 as published) or 'sequential'",
+                     "CE-CM's inference: 'posterior' (over every task seen, weighed by "
+                     "'likelihood'), 'paper' (Algorithm 1 as published) or 'sequential'",
                      choices=('posterior', 'paper', 'sequential'))
         self.declare('samples', defaults.samples,
                      'CE-CM: particles (posterior) or capability vectors sampled per task',
@@ -106,6 +107,19 @@ class CapabilityEstimator(CecmNode):
         self.declare('proposal_floor', defaults.proposal_floor,
                      "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]",
                      low=0.001, high=0.499)
+        self.declare('likelihood', defaults.likelihood,
+                     "Posterior: 'kernel' (graded: a lapse keeps a hypothesis that fails a "
+                     "task; proven capabilities are certain) or 'indicator' (a hypothesis "
+                     'must explain every task)', choices=LIKELIHOODS)
+        self.declare('lapse', -1.0, "kernel: chance of a step none of the partner's "
+                     "modelled plans explains (-1 = the domain's)", low=-1.0, high=0.99)
+        self.declare('bandwidth', -1.0, 'kernel: soft shoulder beyond epsilon (0 = none; '
+                     "-1 = the domain's)", low=-1.0, high=10.0)
+        self.declare('likelihood_seeds', 0, 'kernel: searches per hypothesis, each with a '
+                     "seed of its own, for a planner that has one (0 = the domain's)",
+                     low=0, high=64)
+        self.declare('known_mass', defaults.known_mass, 'kernel: posterior probability at '
+                     'which a capability is reported known', low=0.51, high=0.9999)
         self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)',
                      low=0, high=2**31 - 1)
         self.declare('partner_id', 'partner', 'The partner whose belief this node keeps',

@@ -472,24 +472,27 @@ class PddlModel(Domain[int]):
         return jaccard_distance(first, second)
 
     def exercised_capabilities(self, trajectory) -> np.ndarray:
-        """Capabilities the partner provably used: a human transition that changed the
-        state. For each step the pair of actions (robot, human) that explains the change
-        is found among the applicable ground actions; a step no pair explains is
-        skipped."""
+        """Capabilities the partner provably used: at a step that changed the state, every
+        pair of actions (the human's, then the robot's; either may be idle) that explains
+        the change has the human take an action gated by the same capability. A change
+        the robot could have made alone, or one two different capabilities explain,
+        proves nothing (the likelihood treats a proven capability as certain)."""
         used = np.zeros(len(self.catalog), dtype=bool)
+        robot_actions = [a for a in self.actions if a.agent != HUMAN]
         for before, after in zip(trajectory, trajectory[1:]):
             if before == after:
                 continue
-            robot = [None] + [a for a in self.actions
-                              if a.agent != HUMAN and a.applicable(before)]
-            human = [a for a in self.actions if a.agent == HUMAN and a.applicable(before)]
-            for h in human:
-                middle = h.apply(before)
-                if any((middle if r is None else r.apply(middle)) == after
-                       for r in robot if r is None or r.applicable(middle)):
-                    if h.gate is not None:
-                        used[h.gate] = True
+            needed: set[int | None] = set()
+            for h in [None] + [a for a in self.actions
+                               if a.agent == HUMAN and a.applicable(before)]:
+                middle = before if h is None else h.apply(before)
+                if middle == after or any(r.apply(middle) == after for r in robot_actions
+                                          if r.applicable(middle)):
+                    needed.add(None if h is None or middle == before else h.gate)
+                if None in needed or len(needed) > 1:
                     break
+            if len(needed) == 1 and None not in needed:
+                used[needed.pop()] = True
         return used
 
     def check_state(self, state) -> None:

@@ -1,0 +1,215 @@
+"""How likely an observed team trajectory is if the partner has capability vector ``c``.
+
+The posterior (``weighted_posterior``) multiplies, per task, a likelihood
+
+    P(obs | c) = F(obs, c) * (lapse + (1 - lapse) * S(obs, c))
+
+* ``F`` is 0 when the observation shows the partner change the world in a way a partner
+  with ``c`` cannot (the self-loop rule: a missing capability never changes the state),
+  else 1. It holds for every partner, optimal or not, so it is the one part of the
+  evidence that may be certain.
+* ``S`` says how well the plans ``c`` leads to explain what the team did: the share of
+  ``M`` searches of ``c`` (one per search seed; one for a deterministic planner) whose
+  trajectory lies within ``epsilon`` of the observation, with an optional soft shoulder
+  beyond ``epsilon`` (``bandwidth``). With one search this is the ABC acceptance kernel
+  (Wilkinson 2013: ABC is exact inference under an explicit error model); the share of
+  several seeded searches is its pseudo-marginal estimate (Andrieu & Roberts 2009) of the
+  chance that a partner who plans like ``c``, but with its own seed, lands there.
+* ``lapse`` is the chance that the partner did something none of its modelled plans
+  does (a detour, a preference, a slip). It keeps a hypothesis that fails one task of
+  five in the running instead of discarding it, which is what makes the estimator
+  usable with people and with partners that search with their own seed.
+
+``indicator`` (lapse 0, no shoulder, no feasibility term) is the hard accept/reject of
+earlier versions, kept so that old results can be re-made.
+
+Nothing here knows a domain: the trajectories come from hypothesis evaluators
+(:mod:`~cecm_ros.core.hypotheses`) and the proven capabilities from
+``Domain.exercised_capabilities``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ConfigError
+
+LIKELIHOODS = ('kernel', 'indicator')
+# Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
+# any seed a simulated partner searches with, so the two never share a random stream.
+LIKELIHOOD_SEED_BASE = 1_500_000_007
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """The likelihood's form and parameters (see the module docstring)."""
+
+    epsilon: float
+    lapse: float = 0.0
+    bandwidth: float = 0.0
+    feasibility: bool = True
+
+    def __post_init__(self):
+        if not 0.0 < self.epsilon <= 1.0:
+            raise ConfigError(f'epsilon must lie in (0, 1], got {self.epsilon}')
+        if not 0.0 <= self.lapse < 1.0:
+            raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
+        if self.bandwidth < 0.0:
+            raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
+
+    @classmethod
+    def named(cls, kind: str, epsilon: float, lapse: float, bandwidth: float) -> Likelihood:
+        if kind not in LIKELIHOODS:
+            raise ConfigError(f'unknown likelihood {kind!r}; choose one of '
+                              f'{", ".join(LIKELIHOODS)}')
+        if kind == 'indicator':
+            return cls(epsilon, 0.0, 0.0, feasibility=False)
+        return cls(epsilon, lapse, bandwidth, feasibility=True)
+
+    @property
+    def hard(self) -> bool:
+        """Whether a hypothesis either explains a task (1) or not (0)."""
+        return self.lapse == 0.0 and self.bandwidth == 0.0 and not self.feasibility
+
+    def match(self, distances: np.ndarray) -> np.ndarray:
+        """S per row of ``distances`` (one column per search): the mean kernel value."""
+        distances = np.atleast_2d(np.asarray(distances, dtype=float))
+        inside = distances < self.epsilon
+        if self.bandwidth > 0:
+            beyond = np.exp(-(distances - self.epsilon) / self.bandwidth)
+            values = np.where(inside, 1.0, beyond)
+        else:
+            values = inside.astype(float)
+        return values.mean(axis=1)
+
+    def log_values(self, distances: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+        """log P(obs | c) per row, from the distances of its searches and F."""
+        value = self.lapse + (1.0 - self.lapse) * self.match(distances)
+        with np.errstate(divide='ignore'):
+            logs = np.log(value)
+        return np.where(np.asarray(feasible, dtype=bool), logs, -np.inf)
+
+
+class LikelihoodModel:
+    """The likelihood of observations under capability vectors, from evaluators.
+
+    ``evaluators`` answer "which trajectories does ``c`` lead to" (each with its own
+    search seed; the first is the robot's own, whose plans also predict the team for
+    task choice). ``exercised`` maps an observed trajectory to the capabilities it proves
+    (``Domain.exercised_capabilities``). Proven capabilities are computed once per
+    observation.
+    """
+
+    def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None):
+        if not evaluators:
+            raise ConfigError('a likelihood needs at least one hypothesis evaluator')
+        self.likelihood = likelihood
+        self.evaluators = list(evaluators)
+        self._exercised_of = exercised
+        self._proven: dict[tuple, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    # What the task choice and the older code ask of an evaluator: the robot's own.
+    @property
+    def primary(self):
+        return self.evaluators[0]
+
+    def distance(self, first, second) -> float:
+        return self.primary.distance(first, second)
+
+    def predicted_trajectories(self, task, samples):
+        return self.primary.predicted_trajectories(task, samples)
+
+    def trajectory_sets(self, task, samples, progress=None):
+        return self.primary.trajectory_sets(task, samples, progress)
+
+    def distances(self, task, samples, observed, progress=None):
+        return self.primary.distances(task, samples, observed, progress)
+
+    @property
+    def seeds(self) -> int:
+        return len(self.evaluators)
+
+    def proven(self, observed: Sequence, size: int) -> np.ndarray:
+        """The capabilities ``observed`` proves the partner has (none without a domain
+        function, or for a likelihood without the feasibility term)."""
+        if self._exercised_of is None or not self.likelihood.feasibility:
+            return np.zeros(size, dtype=bool)
+        key = tuple(observed)
+        with self._lock:
+            known = self._proven.get(key)
+        if known is None:
+            known = np.asarray(self._exercised_of(observed), dtype=bool).copy()
+            with self._lock:
+                self._proven[key] = known
+                while len(self._proven) > 256:
+                    self._proven.pop(next(iter(self._proven)))
+        return known
+
+    def search_distances(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """(vectors, searches): each search's distance to the observation (for a plan
+        set, its closest plan)."""
+        columns = [np.asarray(e.distances(task, vectors, observed), dtype=float)
+                   for e in self.evaluators]
+        return np.stack(columns, axis=1)
+
+    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
+        if not len(vectors):
+            return np.zeros(0)
+        proven = self.proven(observed, vectors.shape[1])
+        feasible = ~(proven[None, :] & ~vectors).any(axis=1)
+        logs = np.full(len(vectors), -np.inf)
+        if feasible.any():
+            rows = np.flatnonzero(feasible)
+            distances = self.search_distances(task, vectors[rows], observed)
+            logs[rows] = self.likelihood.log_values(distances, np.ones(len(rows), dtype=bool))
+        return logs
+
+
+def seeded_planners(planner, count: int) -> list:
+    """The planner and up to ``count - 1`` twins searching with seeds of their own (none
+    for a planner without a seed: a deterministic planner's searches would all agree)."""
+    planners = [planner]
+    for m in range(1, max(1, count)):
+        twin = planner.with_seed(LIKELIHOOD_SEED_BASE + m)
+        if twin is None:
+            break
+        planners.append(twin)
+    return planners
+
+
+# A domain file's `likelihood:` section: its keys and the estimator settings they set.
+SECTION_KEYS = {'lapse': 'lapse', 'bandwidth': 'bandwidth', 'seeds': 'likelihood_seeds'}
+
+
+def likelihood_section(entry, where: str) -> dict:
+    """The estimator defaults a domain file's ``likelihood:`` section gives (``lapse``,
+    ``bandwidth``, ``seeds``), checked; ``where`` names the file in errors."""
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise ConfigError(f'{where}: likelihood: expected a mapping of '
+                          f'{", ".join(SECTION_KEYS)}, got {entry!r}')
+    unknown = sorted(set(entry) - set(SECTION_KEYS))
+    if unknown:
+        raise ConfigError(f'{where}: likelihood: unknown keys {unknown}; known: '
+                          f'{sorted(SECTION_KEYS)}')
+    values = {}
+    for key, value in entry.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if key == 'seeds':
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f'{where}: likelihood: seeds must be a whole number of at '
+                                  f'least 1, got {value!r}')
+        elif not number or (key == 'lapse' and not 0.0 <= value < 1.0) \
+                or (key == 'bandwidth' and value < 0.0):
+            bound = 'in [0, 1)' if key == 'lapse' else 'at least 0'
+            raise ConfigError(f'{where}: likelihood: {key} must be a number {bound}, got '
+                              f'{value!r}')
+        values[SECTION_KEYS[key]] = value
+    return values

@@ -1,0 +1,406 @@
+"""The posterior over capability vectors under a graded likelihood: weighted particles.
+
+After tasks ``1..n`` the belief approximates
+
+    P(c | obs_1..n)  proportional to  prior(c) * prod_j P(obs_j | c)
+
+with the likelihood of :mod:`~cecm_ros.core.likelihood`. Unlike the accept/reject
+posterior (:class:`~cecm_ros.core.inference.ParticlePosterior`), a hypothesis that fails
+to explain one task is down-weighted, not dropped: the partner may have searched with
+another seed, slipped, or preferred another way of doing the same work.
+
+Sequential Monte Carlo with weights (Chopin's IBIS): each task multiplies every particle's
+weight by its likelihood; when the effective sample size falls below half the particles
+they are resampled (systematic), and Metropolis moves whose acceptance ratio is the
+posterior ratio (prior times every task's likelihood, times the proposal ratio) keep the
+weighted particles a sample of the posterior. A proposal that contradicts a proven
+capability is rejected without planning, and the others stop being evaluated as soon as
+the remaining tasks can no longer make them acceptable.
+
+What the evidence has decided is read from Rao-Blackwellised marginals: for each of the
+most probable hypotheses the exact conditional probability of every capability given the
+others (its single change is evaluated on every task), averaged under the weights. A
+capability is known present when a partner transition proved it, or when that marginal
+reaches ``known_mass``; known absent when it falls to ``1 - known_mass``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from .errors import ConfigError
+from .inference import (
+    INERT,
+    KNOWN_ABSENT,
+    KNOWN_PRESENT,
+    NEVER_EXERCISED,
+    SUPPORT_START,
+    UNDECIDED,
+    CapabilityPrior,
+    CapabilityReport,
+    Evidence,
+    ParticlePosterior,
+    PosteriorUpdate,
+    ProgressCallback,
+    _key,
+    _log_bernoulli,
+    _task_name,
+)
+from .likelihood import Likelihood, LikelihoodModel
+
+# Resample when the effective sample size falls below this share of the particles.
+RESAMPLE_BELOW = 0.5
+# A task counts as explained by a particle whose match S is at least this (reporting).
+EXPLAINED_MATCH = 0.5
+
+
+class WeightedPosterior(ParticlePosterior):
+    """Weighted resample-move particles under a graded likelihood (module docstring)."""
+
+    def __init__(self, prior: CapabilityPrior, live: np.ndarray, likelihood: Likelihood,
+                 particles: int = 500, sweeps: int = 4, window: int | None = None,
+                 names: Sequence[str] | None = None, rows: Sequence[Sequence[int]] = (),
+                 known_mass: float = 0.99):
+        super().__init__(prior, live, likelihood.epsilon, particles, sweeps, window, names,
+                         rows)
+        if not 0.5 < known_mass < 1.0:
+            raise ConfigError(f'known_mass must lie in (0.5, 1), got {known_mass}')
+        self.likelihood = likelihood
+        self.known_mass = known_mass
+        self.log_weights: np.ndarray | None = None
+        self._loglik: dict[int, dict[bytes, float]] = {}
+        self._proven: dict[int, np.ndarray] = {}
+        self._marginals: np.ndarray | None = None
+
+    def copy(self) -> WeightedPosterior:
+        twin = copy.copy(self)
+        twin.particles = None if self.particles is None else self.particles.copy()
+        twin.log_weights = None if self.log_weights is None else self.log_weights.copy()
+        twin.evidence = [replace(item) for item in self.evidence]
+        twin.report = list(self.report)
+        twin.support = None
+        twin._loglik = dict(self._loglik)
+        twin._proven = dict(self._proven)
+        twin._marginals = None if self._marginals is None else self._marginals.copy()
+        twin._distances, twin._rejections = {}, {}
+        return twin
+
+    # ------------------------------------------------------------------ queries
+    def start(self, rng: np.random.Generator) -> None:
+        super().start(rng)
+        self.log_weights = np.zeros(self.count)
+
+    def weights(self) -> np.ndarray:
+        """The particles' normalised weights."""
+        if self.log_weights is None:
+            return np.full(self.count, 1.0 / self.count)
+        finite = np.isfinite(self.log_weights)
+        shifted = np.where(finite, self.log_weights - self.log_weights[finite].max(), -np.inf)
+        weights = np.exp(shifted)
+        return weights / weights.sum()
+
+    def distinct(self) -> tuple[np.ndarray, np.ndarray]:
+        vectors, inverse = np.unique(self._particles(), axis=0, return_inverse=True)
+        mass = np.bincount(inverse.ravel(), weights=self.weights(), minlength=len(vectors))
+        keep = mass > 0
+        return vectors[keep], mass[keep] / mass[keep].sum()
+
+    def effective_size(self) -> float:
+        weights = self.weights()
+        return float(1.0 / np.sum(weights ** 2))
+
+    def proven(self) -> np.ndarray:
+        """Capabilities some active task proves the partner has."""
+        proven = np.zeros(self.prior.size, dtype=bool)
+        for item in self.active:
+            proven |= self._proven.get(item.id, False)
+        return proven & self.live
+
+    def theta(self) -> np.ndarray:
+        mean = self.prior.mean()
+        if self.particles is None:
+            return mean
+        theta = self._marginals if self._marginals is not None else \
+            np.clip(self.weights() @ self._particles(), 0.0, 1.0)
+        keep = ~self.live
+        if not self.prior.coupled and len(self.report) == self.prior.size:
+            keep |= np.array([entry.status == NEVER_EXERCISED for entry in self.report])
+        return np.where(keep, mean, theta)
+
+    def _most_probable(self, estimate: np.ndarray, undecided: np.ndarray) -> np.ndarray:
+        """The undecided capabilities of the hypothesis with the most posterior mass."""
+        vectors, mass = self.distinct()
+        return vectors[int(np.argmax(mass)), undecided]
+
+    # ------------------------------------------------------------ likelihoods
+    def _task_loglik(self, model: LikelihoodModel, item: Evidence,
+                     vectors: np.ndarray) -> np.ndarray:
+        known = self._loglik.setdefault(item.id, {})
+        keys = [_key(v) for v in vectors]
+        missing: dict[bytes, np.ndarray] = {}
+        for key, vector in zip(keys, vectors):
+            if key not in known and key not in missing:
+                missing[key] = vector
+        if missing:
+            values = model.log_likelihood(item.task, np.array(list(missing.values())),
+                                          item.observed)
+            known.update(zip(missing, (float(v) for v in values)))
+        return np.array([known[key] for key in keys], dtype=float)
+
+    def _loglik_of(self, model: LikelihoodModel, vectors: np.ndarray,
+                   evidence: Sequence[Evidence] | None = None,
+                   floor: np.ndarray | None = None) -> np.ndarray:
+        """Sum of the tasks' log-likelihoods per vector; -inf without planning for a
+        vector lacking a proven capability. With ``floor`` (one value per vector) a
+        vector stops being evaluated once its sum falls below it (a Metropolis proposal
+        that can no longer be accepted)."""
+        evidence = self.active if evidence is None else list(evidence)
+        vectors = np.atleast_2d(vectors)
+        total = np.zeros(len(vectors))
+        proven = np.zeros(self.prior.size, dtype=bool)
+        for item in evidence:
+            proven |= self._proven.get(item.id, False)
+        total[(proven[None, :] & ~vectors).any(axis=1)] = -np.inf
+        for item in evidence:
+            alive = np.isfinite(total)
+            if floor is not None:
+                alive &= total >= floor
+            if not alive.any():
+                break
+            rows = np.flatnonzero(alive)
+            total[rows] += self._task_loglik(model, item, vectors[rows])
+        if floor is not None:
+            total = np.where(total < floor, -np.inf, total)
+        return total
+
+    # ------------------------------------------------------------------ updates
+    def update(self, task, observed: Sequence, evaluator, rng: np.random.Generator,
+               progress: ProgressCallback | None = None) -> PosteriorUpdate:
+        """Weigh the particles by one more task, resample and move them."""
+        if self.particles is None or self.log_weights is None:
+            raise ConfigError('the posterior has no particles yet (call start first)')
+        model = _as_model(evaluator, self.likelihood)
+        item = Evidence(self._next_id, task, tuple(observed))
+        self._next_id += 1
+        self.evidence.append(item)
+        self._loglik[item.id] = {}
+        self._proven[item.id] = model.proven(item.observed, self.prior.size) & self.live
+        steps = 2 + self.sweeps
+        done = [0]
+
+        def advance() -> None:
+            done[0] += 1
+            if progress:
+                progress(done[0] * self.count, steps * self.count)
+
+        new = self._task_loglik(model, item, self.particles)
+        explained = int(np.sum(new >= np.log(self.likelihood.lapse + (1 - self.likelihood.lapse)
+                                             * EXPLAINED_MATCH)))
+        update = PosteriorUpdate(True, explained, 0)
+        log_weights = self.log_weights + new
+        if not np.isfinite(log_weights).any():
+            log_weights = self._redraw(model, rng)
+            if not np.isfinite(log_weights).any():
+                item.active = False
+                item.note = 'no hypothesis explains it'
+                update.explained = False
+                update.distinct = len(self.distinct()[0])
+                update.message = self._describe(item, update)
+                return update
+            update.survivors = 0
+        self.log_weights = log_weights
+        advance()
+        self._apply_window_weighted(model, update)
+        if self.effective_size() < RESAMPLE_BELOW * self.count:
+            self.particles = self._resample(rng, self._particles(), self.weights())
+            self.log_weights = np.zeros(self.count)
+        for _ in range(self.sweeps):
+            self._move(model, rng)
+            advance()
+        self.report = self._weighted_report(model)
+        advance()
+        update.distinct = len(self.distinct()[0])
+        update.message = self._describe(item, update)
+        return update
+
+    def _redraw(self, model: LikelihoodModel, rng: np.random.Generator) -> np.ndarray:
+        """Every particle contradicts a proven capability: draw afresh from the prior with
+        the proven ones held present, weighted by posterior over proposal."""
+        proven = self.proven()
+        drawn = self._canonical(self.prior.sample(rng, self.count))
+        drawn[:, proven] = True
+        self.particles = drawn
+        free = self.live & ~proven
+        proposal = _log_bernoulli(drawn, np.full(self.prior.size, self.prior.p), free)
+        return self.prior.log_prob(drawn) - proposal + self._loglik_of(model, drawn)
+
+    def _apply_window_weighted(self, model: LikelihoodModel, update: PosteriorUpdate) -> None:
+        if self.window is None:
+            return
+        active = self.active
+        for item in active[:max(0, len(active) - self.window)]:
+            # Its likelihood leaves the weights with it.
+            self.log_weights = self.log_weights - np.where(
+                np.isfinite(old := self._task_loglik(model, item, self._particles())), old, 0.0)
+            item.active = False
+            item.note = f'older than the window of {self.window} tasks'
+            update.forgotten.append(_task_name(item.task))
+
+    def _move(self, model: LikelihoodModel, rng: np.random.Generator) -> None:
+        """One Metropolis move per particle, invariant for the weighted posterior."""
+        current = self._particles()
+        live = np.flatnonzero(self.live)
+        if len(live) == 0:
+            return
+        count = len(current)
+        proposals = current.copy()
+        kind = rng.random(count)
+        first = rng.choice(live, size=count)
+        second = rng.choice(live, size=count)
+        rows = np.arange(count)
+        proposals[rows, first] ^= True
+        pair = (kind >= 0.6) & (kind < 0.85) & (first != second)
+        proposals[rows[pair], second[pair]] ^= True
+        fresh = kind >= 0.85
+        marginals = np.clip(self.weights() @ current, 0.05, 0.95)
+        drawn = rng.random((count, self.prior.size)) < marginals
+        proposals[fresh] = np.where(self.live, drawn[fresh], current[fresh])
+        log_ratio = self.prior.log_prob(proposals) - self.prior.log_prob(current)
+        log_ratio[fresh] += (_log_bernoulli(current[fresh], marginals, self.live)
+                             - _log_bernoulli(proposals[fresh], marginals, self.live))
+        threshold = np.log(rng.random(count))
+        moving = np.flatnonzero((proposals != current).any(axis=1))
+        if not len(moving):
+            return
+        here = self._loglik_of(model, current[moving])
+        # Accept when threshold < log_ratio + L(proposal) - L(current): a proposal whose
+        # likelihood sum falls below the floor cannot be accepted any more.
+        floor = threshold[moving] - log_ratio[moving] + here
+        there = self._loglik_of(model, proposals[moving], floor=floor)
+        accept = np.isfinite(there) & (there >= floor)
+        chosen = moving[accept]
+        current[chosen] = proposals[chosen]
+        self.particles = current
+
+    # ------------------------------------------------------------------ report
+    def _weighted_report(self, model: LikelihoodModel) -> list[CapabilityReport]:
+        if not self.active:
+            self._marginals = None
+            return self._prior_report()
+        vectors, mass = self.distinct()
+        order = np.argsort(-mass, kind='stable')[:SUPPORT_START]
+        top, top_mass = vectors[order], mass[order]
+        rest = np.ones(len(vectors), dtype=bool)
+        rest[order] = False
+        live = np.flatnonzero(self.live)
+        flips = np.repeat(top, len(live), axis=0)
+        flips[np.arange(len(flips)), np.tile(live, len(top))] ^= True
+        here = self.prior.log_prob(top) + self._loglik_of(model, top)
+        there = (self.prior.log_prob(flips) + self._loglik_of(model, flips)) \
+            .reshape(len(top), len(live))
+        # P(c_i = 1 | the others) for each top hypothesis and live capability.
+        with np.errstate(invalid='ignore'):
+            has = np.where(top[:, live], here[:, None], there)
+            lacks = np.where(top[:, live], there, here[:, None])
+            high = np.maximum(has, lacks)
+            conditional = np.exp(has - high) / (np.exp(has - high) + np.exp(lacks - high))
+        conditional = np.nan_to_num(conditional, nan=0.5)
+        marginals = self.prior.mean().copy()
+        marginals[live] = top_mass @ conditional + mass[rest] @ vectors[rest][:, live]
+        self._marginals = np.clip(marginals, 0.0, 1.0)
+        # Never exercised: changing it alone changes no task's likelihood in the
+        # hypotheses that hold (all but 1 - known_mass of) the top mass. A hypothesis the
+        # evidence has all but ruled out may have a capability that would matter to it
+        # (its flip would explain a task); that says nothing about the partner.
+        changed = np.zeros((len(top), len(live)), dtype=bool)
+        for item in self.active:
+            a = self._task_loglik(model, item, top)
+            b = self._task_loglik(model, item, flips).reshape(len(top), len(live))
+            changed |= a[:, None] != b
+        unchanged = top_mass @ changed <= (1.0 - self.known_mass) * top_mass.sum()
+        proven = self.proven()
+        column = {int(i): k for k, i in enumerate(live)}
+        mean = self.prior.mean()
+        report = []
+        for i in range(self.prior.size):
+            if not self.live[i]:
+                report.append(CapabilityReport(INERT, float(mean[i])))
+                continue
+            probability = float(self._marginals[i])
+            if proven[i]:
+                status = KNOWN_PRESENT
+            elif unchanged[column[i]]:
+                status = NEVER_EXERCISED
+            elif probability >= self.known_mass:
+                status = KNOWN_PRESENT
+            elif probability <= 1.0 - self.known_mass:
+                status = KNOWN_ABSENT
+            else:
+                status = UNDECIDED
+            shown = mean[i] if status == NEVER_EXERCISED and not self.prior.coupled \
+                else probability
+            report.append(CapabilityReport(status, float(shown),
+                                           self._confounded(i) if status == UNDECIDED else ()))
+        return self._symmetric(report)
+
+    def _describe(self, item: Evidence, update: PosteriorUpdate) -> str:
+        name = _task_name(item.task)
+        if not update.explained:
+            return (f'no capability vector can produce {name}; it is kept in the log but '
+                    'does not change the belief')
+        parts = [f'{update.survivors} of {self.count} particles explained {name}',
+                 f'effective sample size {self.effective_size():.0f}',
+                 f'{update.distinct} distinct hypotheses']
+        if update.forgotten:
+            parts.append(f'forgot {", ".join(update.forgotten)}')
+        decided = sum(entry.decided for entry in self.report)
+        parts.append(f'{decided} of {int(self.live.sum())} capabilities decided')
+        return '; '.join(parts)
+
+    # ------------------------------------------------------------- persistence
+    def state(self) -> dict:
+        state = super().state()
+        state['support'] = None
+        state['log_weights'] = [] if self.log_weights is None else \
+            [None if not np.isfinite(w) else float(w) for w in self.log_weights]
+        state['marginals'] = None if self._marginals is None else \
+            [float(m) for m in self._marginals]
+        state['proven'] = {str(item.id): ''.join('1' if b else '0' for b in p)
+                           for item in self.evidence
+                           if (p := self._proven.get(item.id)) is not None}
+        return state
+
+    def restore(self, state: dict, evidence: Sequence[tuple]) -> None:
+        super().restore(state, evidence)
+        self.support = None
+        weights = state.get('log_weights')
+        if self.particles is not None:
+            if weights is None or len(weights) != len(self.particles):
+                raise ConfigError('weighted posterior: log_weights missing or of the wrong '
+                                  'length')
+            self.log_weights = np.array([-np.inf if w is None else float(w) for w in weights])
+        marginals = state.get('marginals')
+        self._marginals = None if marginals is None else np.array(marginals, dtype=float)
+        if self._marginals is not None and self._marginals.shape != (self.prior.size,):
+            raise ConfigError('weighted posterior: marginals of the wrong length')
+        self._loglik = {item.id: {} for item in self.evidence}
+        self._proven = {}
+        for key, bits in (state.get('proven') or {}).items():
+            if len(bits) != self.prior.size or set(bits) - {'0', '1'}:
+                raise ConfigError('weighted posterior: proven capabilities of the wrong '
+                                  'length or alphabet')
+            self._proven[int(key)] = np.array([ch == '1' for ch in bits], dtype=bool)
+
+
+def _as_model(evaluator, likelihood: Likelihood) -> LikelihoodModel:
+    """The likelihood model to ask: given, or one built around a bare evaluator (its
+    planner's domain proves capabilities)."""
+    if isinstance(evaluator, LikelihoodModel):
+        return evaluator
+    planner = getattr(evaluator, 'planner', None)
+    exercised = getattr(getattr(planner, 'domain', None), 'exercised_capabilities', None)
+    return LikelihoodModel(likelihood, [evaluator], exercised)

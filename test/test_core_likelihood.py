@@ -1,0 +1,267 @@
+"""The graded likelihood and the weighted posterior (core/likelihood.py,
+core/weighted_posterior.py).
+
+The stub evaluator below answers with a table of distances, so the reweighting rules can
+be checked exactly; the three-room household (1024 vectors over its 10 live
+capabilities) checks the particles against the exact posterior under the same
+likelihood, with real Fast Downward plans.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from core_fixtures import household_yaml, load_model
+
+from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.hypotheses import SharedPlanEvaluator
+from cecm_ros.core.inference import (
+    KNOWN_ABSENT,
+    KNOWN_PRESENT,
+    NEVER_EXERCISED,
+    CapabilityPrior,
+    exact_posterior,
+)
+from cecm_ros.core.likelihood import (
+    Likelihood,
+    LikelihoodModel,
+    likelihood_section,
+    seeded_planners,
+)
+from cecm_ros.core.weighted_posterior import WeightedPosterior
+from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+from cecm_ros.domains.tidyup.tasks import TaskGenerator
+
+
+class TableEvaluator:
+    """Distances by task and vector from a function: a stand-in for a planner."""
+
+    def __init__(self, distance_of):
+        self.distance_of = distance_of
+        self.asked = 0
+
+    def distances(self, task, samples, observed, progress=None):
+        self.asked += len(samples)
+        return np.array([self.distance_of(task, tuple(bool(b) for b in v)) for v in samples])
+
+    def distance(self, first, second):
+        return 0.0 if first == second else 1.0
+
+    def predicted_trajectories(self, task, samples):
+        return [(task,) for _ in samples]
+
+
+def stub_posterior(lapse, size=3, particles=400, seed=0, proven=None):
+    likelihood = Likelihood(epsilon=0.24, lapse=lapse)
+    prior = CapabilityPrior(size, 0.5)
+    posterior = WeightedPosterior(prior, np.ones(size, dtype=bool), likelihood, particles,
+                                  sweeps=2, names=[f'c{i}' for i in range(size)])
+    posterior.start(np.random.default_rng(seed))
+    return posterior
+
+
+def model_of(evaluator, lapse, proven=None):
+    return LikelihoodModel(Likelihood(0.24, lapse), [evaluator],
+                           (lambda observed: proven(observed)) if proven else None)
+
+
+def mass_of(posterior, vector):
+    vectors, mass = posterior.distinct()
+    hits = np.all(vectors == np.array(vector, dtype=bool), axis=1)
+    return float(mass[hits].sum())
+
+
+def test_a_hypothesis_missing_one_task_of_five_keeps_weight_and_one_missing_all_loses_it():
+    truth, slip, wrong = (True, True, False), (True, False, True), (False, True, True)
+
+    # The truth explains tasks 0-3 but not 4 (the partner slipped there); `slip`
+    # explains task 4 only; `wrong` explains nothing; every other vector nothing either.
+    def distance(task, vector):
+        if vector == truth:
+            return 0.0 if task < 4 else 0.9
+        if vector == slip:
+            return 0.0 if task == 4 else 0.9
+        return 0.9
+
+    posterior = stub_posterior(lapse=0.1)
+    model = model_of(TableEvaluator(distance), 0.1)
+    rng = np.random.default_rng(1)
+    for task in range(5):
+        posterior.update(task, ('obs', task), model, rng)
+    # Exact: weights 0.1 (truth: one miss), 0.1**4 (slip), 0.1**5 (the rest); equal prior.
+    weights = {truth: 0.1, slip: 0.1 ** 4}
+    total = 0.1 + 0.1 ** 4 + 6 * 0.1 ** 5
+    assert mass_of(posterior, truth) == pytest.approx(weights[truth] / total, abs=0.03)
+    assert mass_of(posterior, truth) > 0.9
+    assert mass_of(posterior, wrong) < 0.01
+    # The indicator would have dropped the truth at task 4: every vector fails some task.
+    marginals = posterior.theta()
+    assert marginals[0] > 0.9 and marginals[1] > 0.9 and marginals[2] < 0.1
+
+
+def test_a_proven_capability_is_certain_and_rules_out_vectors_without_planning():
+    def distance(task, vector):
+        return 0.0
+
+    evaluator = TableEvaluator(distance)
+    posterior = stub_posterior(lapse=0.2)
+    model = model_of(evaluator, 0.2, proven=lambda observed: np.array([True, False, False]))
+    posterior.update('t', ('obs',), model, np.random.default_rng(0))
+    vectors, mass = posterior.distinct()
+    assert vectors[:, 0].all()
+    assert posterior.report[0].status == KNOWN_PRESENT
+    # Capabilities no task can tell apart stay at the prior, whatever the particles do.
+    assert posterior.report[1].status == NEVER_EXERCISED
+    assert posterior.theta()[1] == pytest.approx(0.5)
+
+
+def test_every_particle_contradicting_a_proven_capability_is_redrawn():
+    posterior = stub_posterior(lapse=0.1, particles=50)
+    posterior.particles[:, 2] = False        # nobody has c2
+    model = model_of(TableEvaluator(lambda task, vector: 0.0), 0.1,
+                     proven=lambda observed: np.array([False, False, True]))
+    update = posterior.update('t', ('obs',), model, np.random.default_rng(3))
+    assert update.explained
+    assert posterior.distinct()[0][:, 2].all()
+
+
+def test_an_impossible_observation_is_set_aside_and_the_belief_is_unchanged():
+    posterior = stub_posterior(lapse=0.0, size=2, particles=20)
+    before = posterior.particles.copy()
+    # lapse 0 and no vector within epsilon: nothing can produce it.
+    model = model_of(TableEvaluator(lambda task, vector: 0.9), 0.0)
+    update = posterior.update('t', ('obs',), model, np.random.default_rng(0))
+    assert not update.explained
+    assert np.array_equal(posterior.particles, before)
+    assert posterior.evidence[-1].active is False
+
+
+def test_repeated_evidence_decides_absent_only_with_enough_mass():
+    # c1 present fails every task (the partner never uses it when it would pay off).
+    model = model_of(TableEvaluator(lambda task, vector: 0.9 if vector[1] else 0.0), 0.1)
+    posterior = stub_posterior(lapse=0.1, size=2, particles=300)
+    rng = np.random.default_rng(0)
+    posterior.update(0, ('a',), model, rng)
+    # One task at lapse 0.1: P(c1) = 0.1 / 1.1, not yet 99% sure.
+    assert posterior.theta()[1] == pytest.approx(0.1 / 1.1, abs=0.02)
+    assert posterior.report[1].status != KNOWN_ABSENT
+    posterior.update(1, ('b',), model, rng)
+    posterior.update(2, ('c',), model, rng)
+    assert posterior.theta()[1] < 0.01
+    assert posterior.report[1].status == KNOWN_ABSENT
+
+
+def test_likelihood_forms_and_their_checks():
+    kernel = Likelihood(0.2, lapse=0.1, bandwidth=0.1)
+    match = kernel.match(np.array([[0.1, 0.3], [0.5, 0.5]]))
+    assert match[0] == pytest.approx((1 + np.exp(-1)) / 2)
+    assert match[1] == pytest.approx(np.exp(-3))
+    logs = kernel.log_values(np.array([[0.0], [0.9]]), np.array([True, False]))
+    assert logs[0] == pytest.approx(0.0) and logs[1] == -np.inf
+    assert Likelihood.named('indicator', 0.2, 0.3, 0.4).hard
+    with pytest.raises(ConfigError, match='lapse'):
+        Likelihood(0.2, lapse=1.0)
+    with pytest.raises(ConfigError, match='unknown likelihood'):
+        Likelihood.named('softish', 0.2, 0.1, 0.0)
+    assert likelihood_section({'lapse': 0.2, 'seeds': 3}, 'd.yaml') == \
+        {'lapse': 0.2, 'likelihood_seeds': 3}
+    with pytest.raises(ConfigError, match=r"d.yaml: likelihood: unknown keys \['lapsus'\]"):
+        likelihood_section({'lapsus': 0.2}, 'd.yaml')
+    with pytest.raises(ConfigError, match='seeds must be a whole number'):
+        likelihood_section({'seeds': 0}, 'd.yaml')
+    with pytest.raises(ConfigError, match='likelihood must be one of'):
+        EstimatorSettings(likelihood='soft')
+    with pytest.raises(ConfigError, match='known_mass'):
+        EstimatorSettings(known_mass=0.4)
+
+
+def test_a_planner_without_a_seed_gives_one_search():
+    planner = SimpleNamespace(with_seed=lambda seed: None)
+    assert seeded_planners(planner, 4) == [planner]
+
+
+# ----------------------------------------------------------- a real household
+ITEMS = {
+    'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
+              'goal_rooms': ['kitchen', 'bedroom']},
+    'toothbrush': {'cost': {'robot': 2, 'human': 1}, 'washable': True,
+                   'goal_rooms': ['bathroom', 'bedroom']},
+    'blanket': {'cost': {'robot': 1, 'human': 1}, 'washable': False,
+                'goal_rooms': ['bedroom', 'kitchen']},
+}
+PARTNER = 'pick_bedroom=0,place_bathroom=0'
+
+
+@pytest.fixture(scope='module')
+def model(tmp_path_factory):
+    document = household_yaml(['kitchen', 'bedroom', 'bathroom'], ['kitchen'], ITEMS,
+                              name='three_rooms', items_per_task=(3, 3))
+    return load_model(tmp_path_factory.mktemp('house'), document)
+
+
+@pytest.fixture(scope='module')
+def planner(model):
+    with FastDownwardPlanner(model, workers=2) as shared:
+        yield shared
+
+
+def test_weighted_particles_match_the_exact_posterior_under_the_same_likelihood(model,
+                                                                                 planner):
+    evaluator = SharedPlanEvaluator(planner)
+    likelihood = Likelihood(0.24, lapse=0.1, bandwidth=0.05)
+    lik_model = LikelihoodModel(likelihood, [evaluator], model.exercised_capabilities)
+    truth = model.catalog.resolve(PARTNER)
+    tasks = TaskGenerator(model, 3).tasks(3)
+    # The partner's second task is observed off its plan: the partner of task 1's
+    # trajectory with a partner of another vector (a slip no hypothesis predicts well).
+    other = model.catalog.resolve('pick_kitchen=0')
+    evidence = [(tasks[0], planner.plan(tasks[0], truth).trajectory),
+                (tasks[1], planner.plan(tasks[1], other).trajectory),
+                (tasks[2], planner.plan(tasks[2], truth).trajectory)]
+    live = ~model.inert_mask
+    prior = CapabilityPrior(len(model.catalog), 0.8)
+    exact = exact_posterior(prior, live, 0.24, evaluator, evidence, likelihood=lik_model)
+    posterior = WeightedPosterior(prior, live, likelihood, 1500, sweeps=6,
+                                  names=model.catalog.names)
+    posterior.start(np.random.default_rng(5))
+    rng = np.random.default_rng(6)
+    for task, observed in evidence:
+        posterior.update(task, observed, lik_model, rng)
+    assert np.abs(posterior.theta() - exact)[live].max() < 0.06
+
+
+def test_the_estimator_takes_the_domains_likelihood_and_round_trips(model, planner):
+    evaluator = SharedPlanEvaluator(planner)
+    settings = EstimatorSettings(samples=200)
+    estimator = make_estimator('cecm', model, evaluator, settings, seed=4)
+    assert estimator.settings.lapse == 0.05 and estimator.settings.likelihood_seeds == 1
+    truth = model.catalog.resolve(PARTNER)
+    for task in TaskGenerator(model, 8).tasks(2):
+        estimator.update(task, planner.plan(task, truth).trajectory)
+    saved = estimator.belief.to_dict()
+    again = make_estimator('cecm', model, evaluator, settings,
+                           belief=CapabilityBelief.from_dict(saved))
+    assert np.array_equal(again.estimate, estimator.estimate)
+    assert np.allclose(again.belief.theta, estimator.belief.theta)
+    task = TaskGenerator(model, 9).next_task()
+    observed = planner.plan(task, truth).trajectory
+    estimator.update(task, observed)
+    again.update(task, observed)
+    assert np.allclose(again.belief.theta, estimator.belief.theta)
+    assert [r.status for r in again.belief.report] == \
+        [r.status for r in estimator.belief.report]
+
+
+def test_a_belief_saved_before_the_graded_likelihood_loads_as_the_indicator(model, planner):
+    evaluator = SharedPlanEvaluator(planner)
+    old = make_estimator('cecm', model, evaluator,
+                         EstimatorSettings(samples=50, likelihood='indicator'), seed=1)
+    task = TaskGenerator(model, 2).next_task()
+    old.update(task, planner.plan(task, model.catalog.resolve(PARTNER)).trajectory)
+    saved = old.belief.to_dict()
+    for key in ('likelihood', 'lapse', 'bandwidth', 'likelihood_seeds', 'known_mass'):
+        saved['settings'].pop(key)
+    belief = CapabilityBelief.from_dict(saved)
+    assert belief.settings.likelihood == 'indicator'
+    assert np.allclose(belief.theta, old.belief.theta)
