@@ -166,11 +166,11 @@ class PartnerBehaviour:
         if not wanted:
             return cls(kind)
         try:
-            value = float(number)
-        except ValueError:
-            raise ConfigError(f'partner behaviour {text!r}: {wanted} must be a number; '
-                              f'behaviours: {", ".join(BEHAVIOUR_FORMS)}') from None
-        return cls(kind, value)
+            return cls(kind, float(number))
+        except ValueError as error:   # (ConfigError is one too)
+            reason = error if isinstance(error, ConfigError) else f'{wanted} must be a number'
+            raise ConfigError(f'partner behaviour {text!r}: {reason}; behaviours: '
+                              f'{", ".join(BEHAVIOUR_FORMS)}') from None
 
     def __str__(self) -> str:
         return f'{self.kind}:{self.value:g}' if self.kind in _PARAMETERS else self.kind
@@ -357,13 +357,16 @@ class SimulatedHuman:
                           ) -> tuple[str, State, JointPlan] | None:
         """An action drawn with probability proportional to exp(BETA * value). Waiting
         is a candidate only where its plan waits: when costs are sums of action costs,
-        waiting is never worse than acting, and offered everywhere it would idle."""
+        waiting is never worse than acting, and offered everywhere it would idle. An
+        action exactly as good as its plan's is not drawn apart from it (a tie keeps the
+        plan), so a large BETA is the optimal partner."""
         assert self.task is not None
         candidates = list(allowed) + ([planned] if planned not in allowed else [])
         values = self.planner.action_values(self.task, state, self.willing, candidates)
         if planned not in values:   # (a search that never tried it): its own plan's
             values[planned] = max(values.values(), default=0.0)
-        names = [a for a in candidates if a in values]
+        names = [a for a in candidates if a in values and
+                 (a == planned or not math.isclose(values[a], values[planned]))]
         scores = np.array([values[a] for a in names]) * self.behaviour.value
         weights = np.exp(scores - scores.max())
         action = names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
@@ -505,6 +508,7 @@ class StepRecord:
     robot: ActionOutcome
     human: ActionOutcome
     corrected: bool
+    deviated: bool = False   # the partner did not take its plan's step (the robot waited)
 
 
 @dataclass
@@ -540,7 +544,8 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
             record.robot_decisions += 1
         robot_outcome, human_outcome = world.step(executed, human.current_step.human)
         record.steps.append(StepRecord(human.step, intended, robot_outcome,
-                                       human_outcome, correction is not None))
+                                       human_outcome, correction is not None,
+                                       human.deviating))
         record.corrections += correction is not None
         human.advance(world.state)
         robot.after_step(correction is not None, world.state)
