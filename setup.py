@@ -71,7 +71,10 @@ setup(
     ],
     # 'ray': `cecm sweep --address` runs a sweep on a Ray cluster (the Makefile's venv
     # has it, for the tests).
-    extras_require={'test': ['pytest<9', 'playwright'], 'ray': ['ray==2.60.0']},
+    # 'plansets': CE-CM-Div's PDDL plan sets from K*'s top-k plans (GPLv3: optional,
+    # run as a subprocess only; without it the declined-capability sets are used).
+    extras_require={'test': ['pytest<9', 'playwright'], 'ray': ['ray==2.60.0'],
+                    'plansets': ['kstar-planner>=1.6']},
     zip_safe=False,
     entry_points={
         'console_scripts': [

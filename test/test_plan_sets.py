@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +195,69 @@ def test_diverse_evaluator_uses_the_planners_own_sets(domain):
     assert any(len(s) > 1 for s in sets)
     assert evaluator.trajectory_sets(task, samples)[0][0] == \
         evaluator.predicted_trajectories(task, samples)[0]
+
+
+# ----------------------------------------------------- PDDL: K* (optional extra)
+@pytest.fixture(scope='module')
+def tidyup():
+    from core_fixtures import close_planner, make_task
+
+    from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+    from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+    model = TidyUpModel()
+    planner = FastDownwardPlanner(model)
+    # Two items to move: K*'s top-k stays fast.
+    task = make_task('two', [atom('item-at', 'plate', 'bathroom'),
+                             atom('item-at', 'bowl', 'study')])
+    yield model, planner, task
+    close_planner(planner)
+
+
+def test_without_kstar_ce_cm_div_falls_back_and_says_so_once(tidyup, monkeypatch):
+    from cecm_ros.domains.pddl import plan_sets
+    model, planner, task = tidyup
+    monkeypatch.setitem(sys.modules, 'kstar_planner', None)   # the import fails
+    monkeypatch.setattr(plan_sets, '_warned', type(plan_sets._warned)())
+    assert plan_sets.kstar_binary() is None
+    vectors = np.array([model.catalog.all_capable()])
+    with pytest.warns(RuntimeWarning, match=r"kstar-planner is not installed.*pip install"):
+        assert planner.plan_sets(task, vectors, 50, 0.35) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')   # said once: the second call is silent
+        assert planner.plan_sets(task, vectors, 50, 0.35) is None
+        sets = DiversePlanEvaluator(planner).plan_sets(task, vectors)
+    # The declined-capability sets: the own plan, then plans of smaller vectors.
+    own = planner.plan(task, vectors[0])
+    assert sets[0][0].sequential == own.sequential and len(sets[0]) > 1
+
+
+def kstar_or_skip():
+    from cecm_ros.domains.pddl.plan_sets import kstar_binary
+    if kstar_binary() is None:
+        pytest.skip('kstar-planner is not installed (the optional plansets extra)')
+
+
+def test_kstar_sets_follow_the_rules(tidyup, monkeypatch):
+    kstar_or_skip()
+    from cecm_ros.domains.pddl import plan_sets
+    model, planner, task = tidyup
+    vectors = np.array([model.catalog.all_capable(),
+                        model.catalog.partner_vector(model.default_partner())])
+    sets = planner.plan_sets(task, vectors, 50, 0.1)
+    for vector, plans in zip(vectors, sets):
+        assert plans[0].sequential == planner.plan(task, vector).sequential
+        assert 1 < len(plans) <= 50
+        for index in range(1, len(plans)):
+            assert min(model.novelty(plans[index].trajectory, plans[before].trajectory)
+                       for before in range(index)) >= 0.1
+            # Lifted like any plan, and gated by the vector.
+            assert all(vector[g] for g in plans[index].human_capabilities_used)
+            assert plans[index].planner_cost >= plans[0].planner_cost
+    # Deterministic: K* searched again (nothing remembered) gives the same sets.
+    monkeypatch.setattr(plan_sets, '_known', {})
+    again = planner.plan_sets(task, vectors, 50, 0.1)
+    assert [[p.sequential for p in s] for s in again] == [[p.sequential for p in s] for s in sets]
+    # CE-CM-Div uses them.
+    evaluated = DiversePlanEvaluator(planner, diversity=0.1).plan_sets(task, vectors)
+    assert [[p.sequential for p in s] for s in evaluated] == \
+        [[p.sequential for p in s] for s in sets]

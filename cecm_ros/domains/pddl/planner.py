@@ -314,6 +314,20 @@ class FastDownwardPlanner(CachingPlanner):
             # fails): closing waits for at most the searches under way.
             threads.shutdown(wait=True, cancel_futures=True)
 
+    def plan_sets(self, task: Task, vectors, size: int, diversity: float = 0.35
+                  ) -> list[list[JointPlan]] | None:
+        """CE-CM-Div's sets from K*'s top-k plans (:mod:`.plan_sets`) when the optional
+        ``kstar-planner`` is installed and this planner reuses translations; else None
+        (the declined-capability sets; a missing package is said once)."""
+        from .plan_sets import kstar_binary, kstar_plan_sets, warn_missing
+        binary = kstar_binary()
+        if binary is None:
+            warn_missing()
+            return None
+        if self._search is None:
+            return None
+        return kstar_plan_sets(self, binary, task, list(vectors), size, diversity)
+
     # ---------------------------------------------------------------- internals
     def _started_workers(self, wanted: int) -> list[_WorkerProcess]:
         with self._lock:
