@@ -275,9 +275,9 @@ def test_another_package_adds_a_domain_by_entry_point(tmp_path, monkeypatch):
         load_domain('missing_cell')
 
 
-def test_a_planner_with_plan_sets_of_its_own_gives_them_to_ce_cm_div(workshop):
+def test_a_planner_with_plan_sets_of_its_own_gives_them_to_ce_cm_div(workshop, monkeypatch):
     """A planner may make CE-CM-Div's plan sets itself (Planner.plan_sets); the evaluator
-    then thins those instead of building its own."""
+    then uses those instead of building its own."""
     from cecm_ros.core.hypotheses import DiversePlanEvaluator
     from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 
@@ -287,7 +287,7 @@ def test_a_planner_with_plan_sets_of_its_own_gives_them_to_ce_cm_div(workshop):
     class TwoPlans(FastDownwardPlanner):
         asked = 0
 
-        def plan_sets(self, task, vectors, size):
+        def plan_sets(self, task, vectors, size, diversity=0.35):
             TwoPlans.asked += 1
             return [[self.plan(task, vector), self.plan(task, vector & lazy)]
                     for vector in vectors]
@@ -299,5 +299,10 @@ def test_a_planner_with_plan_sets_of_its_own_gives_them_to_ce_cm_div(workshop):
         robot_only = planner.plan(task, lazy)
     assert TwoPlans.asked == 1
     assert [p.sequential for p in sets[0]] == [full.sequential, robot_only.sequential]
-    with workshop.planner() as planner:   # the default: sets built by the evaluator
+    # Without the optional K* (the plansets extra): sets built by the evaluator.
+    import sys
+    import warnings
+    monkeypatch.setitem(sys.modules, 'kstar_planner', None)
+    with workshop.planner() as planner, warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)   # said once (test_plan_sets.py)
         assert planner.plan_sets(task, np.array([lazy]), 5) is None
