@@ -335,14 +335,15 @@ class SimulatedHuman:
 
     def _after(self, state: State, action: str) -> tuple[State, JointPlan] | None:
         """Where ``action`` (the partner alone) leads and its plan from there; None when
-        the goal is out of reach from there."""
+        the goal is out of reach from there (or its plan, a search's, does not reach it)."""
         domain = self.planner.domain
         assert self.task is not None
         after, _ = domain.transition(state, HUMAN, action, self.capabilities)
         try:
-            return after, self._plan_for(domain.task_from_state(self.task, after))
+            plan = self._plan_for(domain.task_from_state(self.task, after))
         except UnsolvableTaskError:
             return None
+        return (after, plan) if domain.goal_reached(self.task, plan.trajectory[-1]) else None
 
     def _random_choice(self, state: State, actions: Sequence[str]
                        ) -> tuple[str, State, JointPlan] | None:
