@@ -265,3 +265,31 @@ def test_a_belief_saved_before_the_graded_likelihood_loads_as_the_indicator(mode
     belief = CapabilityBelief.from_dict(saved)
     assert belief.settings.likelihood == 'indicator'
     assert np.allclose(belief.theta, old.belief.theta)
+
+
+def test_the_stepwise_likelihood_charges_a_slipping_partner_once_per_slip(model, planner):
+    from cecm_ros.core.likelihood import StepwiseLikelihoodModel
+    from cecm_ros.core.partners import (
+        PartnerBehaviour,
+        RobotTeammate,
+        SimulatedHuman,
+        run_shared_task,
+    )
+
+    lapse = 0.1
+    truth = model.catalog.resolve(PARTNER)
+    lik_model = StepwiseLikelihoodModel(Likelihood(0.24, lapse), [SharedPlanEvaluator(planner)],
+                                        model.exercised_capabilities, model.task_from_state)
+    slipped = 0
+    for index, task in enumerate(TaskGenerator(model, 11).tasks(6)):
+        human = SimulatedHuman(planner, truth, seed=index,
+                               behaviour=PartnerBehaviour.parse('noisy:0.3'))
+        record = run_shared_task(model, task, RobotTeammate(planner, model.catalog.all_capable()),
+                                 human)
+        steps = len(record.trajectory) - 1
+        slips = record.partner_deviations
+        slipped += slips
+        logs = lik_model.log_likelihood(task, truth[None, :], tuple(record.trajectory))
+        assert logs[0] == pytest.approx((steps - slips) * np.log1p(-lapse)
+                                        + slips * np.log(lapse))
+    assert slipped > 0   # the partner did slip somewhere: the rule was exercised

@@ -97,7 +97,7 @@ BAD_FILES = {
     'below the minimum': ('fixed: {tasks: 0}\n', 'fixed.tasks: tasks must be at least 1'),
     'unknown method': ('grid: {method: [cecm, oracle]}\n',
                        "grid.method[1]: method must be one of cecm, cecm_div, optimistic, "
-                       "pessimistic, got 'oracle'"),
+                       "pessimistic, qlearning, got 'oracle'"),
     'unknown inference': ('grid: {inference: [posterior, exact]}\n',
                           "grid.inference[1]: inference must be one of posterior, paper, "
                           "sequential, got 'exact'"),

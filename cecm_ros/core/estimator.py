@@ -35,7 +35,13 @@ from .inference import (
     ParticlePosterior,
     describe_report,
 )
-from .likelihood import LIKELIHOODS, Likelihood, LikelihoodModel, seeded_planners
+from .likelihood import (
+    LIKELIHOODS,
+    Likelihood,
+    LikelihoodModel,
+    StepwiseLikelihoodModel,
+    seeded_planners,
+)
 from .weighted_posterior import WeightedPosterior
 
 BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
@@ -598,6 +604,10 @@ class CecmEstimator(Estimator):
 
             evaluators += [evaluator_for(self.method, twin) for twin in
                            seeded_planners(planner, self.settings.likelihood_seeds or 1)[1:]]
+        if self.settings.likelihood == 'stepwise':
+            return StepwiseLikelihoodModel(self.settings.likelihood_form(), evaluators[:1],
+                                           self.model.exercised_capabilities,
+                                           self.model.task_from_state)
         return LikelihoodModel(self.settings.likelihood_form(), evaluators,
                                self.model.exercised_capabilities)
 

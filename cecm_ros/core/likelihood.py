@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-LIKELIHOODS = ('kernel', 'indicator')
+LIKELIHOODS = ('kernel', 'stepwise', 'indicator')
 # Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
 # any seed a simulated partner searches with, so the two never share a random stream.
 LIKELIHOOD_SEED_BASE = 1_500_000_007
@@ -68,6 +68,8 @@ class Likelihood:
                               f'{", ".join(LIKELIHOODS)}')
         if kind == 'indicator':
             return cls(epsilon, 0.0, 0.0, feasibility=False)
+        if kind == 'stepwise' and not 0.0 < lapse < 1.0:
+            raise ConfigError(f'the stepwise likelihood needs a lapse in (0, 1), got {lapse}')
         return cls(epsilon, lapse, bandwidth, feasibility=True)
 
     @property
@@ -150,6 +152,11 @@ class LikelihoodModel:
                     self._proven.pop(next(iter(self._proven)))
         return known
 
+    def explained_floor(self, observed: Sequence) -> float:
+        """The log-likelihood at or above which a hypothesis counts as explaining a task
+        (for reports): half its searches within epsilon."""
+        return float(np.log(self.likelihood.lapse + (1 - self.likelihood.lapse) * 0.5))
+
     def search_distances(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
         """(vectors, searches): each search's distance to the observation (for a plan
         set, its closest plan)."""
@@ -168,6 +175,90 @@ class LikelihoodModel:
             rows = np.flatnonzero(feasible)
             distances = self.search_distances(task, vectors[rows], observed)
             logs[rows] = self.likelihood.log_values(distances, np.ones(len(rows), dtype=bool))
+        return logs
+
+
+class StepwiseLikelihoodModel(LikelihoodModel):
+    """The likelihood of a partner who follows its optimal plan and sometimes slips.
+
+    A partner with ``c`` follows the plan its planner makes for ``c``; with probability
+    ``lapse`` per step it does something else (a slip, a detour, a softmax choice), and
+    from where that leaves the world it plans again. The observed trajectory is walked
+    step by step: a step that is the next step of ``c``'s current plan weighs
+    ``1 - lapse``, any other ``lapse``, after which ``c``'s plan is made afresh from the
+    state observed (the robot's planner from an intermediate state: the task from that
+    state). A trajectory-level distance cannot tell "one slip, then the right plan" from
+    "the wrong plan all along": after one slip every later joint state differs from the
+    plan made at the start. Plans come from the robot's own search only (a
+    deterministic planner's; one per observed state a hypothesis departs at, shared
+    between hypotheses), and proven capabilities (``F``) are certain as in the kernel.
+    """
+
+    def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None,
+                 task_from_state=None):
+        super().__init__(likelihood, evaluators, exercised)
+        if task_from_state is None:
+            raise ConfigError('the stepwise likelihood needs the domain\'s task_from_state')
+        self._task_from_state = task_from_state
+
+    def _plans(self, task, vectors: np.ndarray) -> list:
+        """The primary evaluator's plans of ``vectors`` (None where ``task`` cannot be
+        done under a vector)."""
+        from .errors import UnsolvableTaskError
+
+        plans_of = getattr(self.primary, 'plans', None)
+        if plans_of is None:
+            plans_of = self.primary.shared.plans
+        try:
+            return list(plans_of(task, vectors))
+        except UnsolvableTaskError:
+            answers = []
+            for vector in vectors:
+                try:
+                    answers.append(plans_of(task, vector[None, :])[0])
+                except UnsolvableTaskError:
+                    answers.append(None)
+            return answers
+
+    def explained_floor(self, observed: Sequence) -> float:
+        """The log-likelihood of a hypothesis whose plans follow every step."""
+        return (len(observed) - 1) * float(np.log1p(-self.likelihood.lapse))
+
+    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
+        count = len(vectors)
+        if not count:
+            return np.zeros(0)
+        proven = self.proven(observed, vectors.shape[1])
+        feasible = ~(proven[None, :] & ~vectors).any(axis=1)
+        logs = np.where(feasible, 0.0, -np.inf)
+        rows = np.flatnonzero(feasible)
+        if not len(rows):
+            return logs
+        follow, slip = np.log1p(-self.likelihood.lapse), np.log(self.likelihood.lapse)
+        steps = len(observed) - 1
+        current: dict[int, tuple | None] = {}
+        position = dict.fromkeys(rows.tolist(), 0)
+        replan = rows.tolist()
+        for t in range(steps + 1):
+            if replan:
+                here = task if t == 0 else self._task_from_state(task, observed[t])
+                for row, plan in zip(replan, self._plans(here, vectors[replan])):
+                    current[row] = None if plan is None else plan.trajectory
+                    position[row] = 0
+            if t == steps:
+                break
+            replan = []
+            for row in rows.tolist():
+                trajectory = current[row]
+                if trajectory is not None:
+                    ahead = min(position[row] + 1, len(trajectory) - 1)
+                    if trajectory[ahead] == observed[t + 1]:
+                        logs[row] += follow
+                        position[row] = ahead
+                        continue
+                logs[row] += slip
+                replan.append(row)
         return logs
 
 

@@ -54,8 +54,6 @@ from .likelihood import Likelihood, LikelihoodModel
 
 # Resample when the effective sample size falls below this share of the particles.
 RESAMPLE_BELOW = 0.5
-# A task counts as explained by a particle whose match S is at least this (reporting).
-EXPLAINED_MATCH = 0.5
 
 
 class WeightedPosterior(ParticlePosterior):
@@ -198,8 +196,7 @@ class WeightedPosterior(ParticlePosterior):
                 progress(done[0] * self.count, steps * self.count)
 
         new = self._task_loglik(model, item, self.particles)
-        explained = int(np.sum(new >= np.log(self.likelihood.lapse + (1 - self.likelihood.lapse)
-                                             * EXPLAINED_MATCH)))
+        explained = int(np.sum(new >= model.explained_floor(item.observed) - 1e-9))
         update = PosteriorUpdate(True, explained, 0)
         log_weights = self.log_weights + new
         if not np.isfinite(log_weights).any():
