@@ -122,10 +122,14 @@ def _add_estimator_options(parser: argparse.ArgumentParser) -> None:
                         help='abc: draw samples from the prior or from the current belief '
                              '(default: as the inference preset)')
     parser.add_argument('--likelihood', choices=LIKELIHOODS,
-                        help="posterior: how a task weighs a hypothesis: 'kernel' (graded: "
-                             'a lapse keeps a hypothesis that fails a task, proven '
-                             "capabilities are certain) or 'indicator' (explain every task "
-                             f'or be dropped) (default: {defaults.likelihood})')
+                        help="posterior: how a task weighs a hypothesis: 'stepwise' (a "
+                             'partner who follows its plan and sometimes slips, then plans '
+                             "again), 'usage' (which capabilities it used, against how often "
+                             "searches of the hypothesis use them), 'kernel' (a lapse keeps a "
+                             "hypothesis whose plans miss a task) or 'indicator' (explain "
+                             'every task or be dropped); proven capabilities are certain in '
+                             "the graded ones (default: "
+                             "the domain's: PDDL domains stepwise, Overcooked usage)")
     parser.add_argument('--lapse', type=float,
                         help="kernel: chance of a step none of the partner's modelled plans "
                              "explains (default: the domain's; TidyUP 0.05)")

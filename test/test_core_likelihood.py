@@ -164,8 +164,10 @@ def test_likelihood_forms_and_their_checks():
         Likelihood(0.2, lapse=1.0)
     with pytest.raises(ConfigError, match='unknown likelihood'):
         Likelihood.named('softish', 0.2, 0.1, 0.0)
-    assert likelihood_section({'lapse': 0.2, 'seeds': 3}, 'd.yaml') == \
-        {'lapse': 0.2, 'likelihood_seeds': 3}
+    assert likelihood_section({'lapse': 0.2, 'seeds': 3, 'form': 'kernel'}, 'd.yaml') == \
+        {'lapse': 0.2, 'likelihood_seeds': 3, 'likelihood': 'kernel'}
+    with pytest.raises(ConfigError, match='form must be one of'):
+        likelihood_section({'form': 'magic'}, 'd.yaml')
     with pytest.raises(ConfigError, match=r"d.yaml: likelihood: unknown keys \['lapsus'\]"):
         likelihood_section({'lapsus': 0.2}, 'd.yaml')
     with pytest.raises(ConfigError, match='seeds must be a whole number'):
@@ -235,6 +237,7 @@ def test_the_estimator_takes_the_domains_likelihood_and_round_trips(model, plann
     evaluator = SharedPlanEvaluator(planner)
     settings = EstimatorSettings(samples=200)
     estimator = make_estimator('cecm', model, evaluator, settings, seed=4)
+    assert estimator.settings.likelihood == 'stepwise'   # a PDDL domain's default
     assert estimator.settings.lapse == 0.05 and estimator.settings.likelihood_seeds == 1
     truth = model.catalog.resolve(PARTNER)
     for task in TaskGenerator(model, 8).tasks(2):
@@ -293,3 +296,41 @@ def test_the_stepwise_likelihood_charges_a_slipping_partner_once_per_slip(model,
         assert logs[0] == pytest.approx((steps - slips) * np.log1p(-lapse)
                                         + slips * np.log(lapse))
     assert slipped > 0   # the partner did slip somewhere: the rule was exercised
+
+
+def test_the_usage_likelihood_weighs_how_often_searches_use_each_capability():
+    from cecm_ros.core.likelihood import UsageLikelihoodModel
+
+    # Trajectories are tuples naming the capabilities they show used.
+    def exercised(trajectory):
+        return np.array([name in trajectory for name in ('c0', 'c1', 'c2')])
+
+    class Searches:
+        """Seed k's plan for a vector uses its capabilities in the order of a table."""
+
+        def __init__(self, seed):
+            self.seed = seed
+
+        def predicted_trajectories(self, task, vectors):
+            plans = []
+            for vector in vectors:
+                used = ['c0'] if vector[0] else []
+                # c1: a partner who has it uses it in half of the searches (seeds 0, 2).
+                if vector[1] and self.seed % 2 == 0:
+                    used.append('c1')
+                plans.append(tuple(used))
+            return plans
+
+    lapse = 0.1
+    usage = UsageLikelihoodModel(Likelihood(0.24, lapse), [Searches(k) for k in range(4)],
+                                 exercised)
+    observed = ('c0',)          # c0 used, c1 and c2 not
+    vectors = np.array([[1, 1, 1], [1, 0, 1], [0, 0, 1]], dtype=bool)
+    logs = usage.log_likelihood('t', vectors, observed)
+    # c0: used in every search (clipped to 0.9); c1: half of them when present, so
+    # not using it weighs 0.5, and never when absent (clipped: 0.9); c2: never used.
+    assert logs[0] == pytest.approx(np.log(0.9) + np.log(0.5) + np.log(0.9))
+    assert logs[1] == pytest.approx(np.log(0.9) + np.log(0.9) + np.log(0.9))
+    assert logs[2] == -np.inf   # lacks c0, which the observation proves
+    with pytest.raises(ConfigError, match='needs a lapse in'):
+        Likelihood.named('usage', 0.24, 0.0, 0.0)

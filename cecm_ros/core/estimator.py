@@ -40,6 +40,7 @@ from .likelihood import (
     Likelihood,
     LikelihoodModel,
     StepwiseLikelihoodModel,
+    UsageLikelihoodModel,
     seeded_planners,
 )
 from .weighted_posterior import WeightedPosterior
@@ -92,7 +93,7 @@ class EstimatorSettings:
     proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
     # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
     # the domain's value (Domain.likelihood_defaults).
-    likelihood: str = 'kernel'        # 'kernel' (graded, the default) or 'indicator'
+    likelihood: str | None = None     # 'kernel', 'stepwise' (graded) or 'indicator'
     lapse: float | None = None        # kernel: chance of a step no modelled plan explains
     bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
     likelihood_seeds: int | None = None   # kernel: searches per hypothesis (seeded planners)
@@ -132,11 +133,15 @@ class EstimatorSettings:
             raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
         if self.window is not None and self.decay is not None:
             raise ConfigError('choose either window or decay forgetting, not both')
-        if self.likelihood not in LIKELIHOODS:
+        if self.likelihood is not None and self.likelihood not in LIKELIHOODS:
             raise ConfigError(f'likelihood must be one of {", ".join(LIKELIHOODS)}, got '
                               f'{self.likelihood!r}')
         if self.lapse is not None and not 0.0 <= self.lapse < 1.0:
             raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
+        if self.likelihood in ('stepwise', 'usage') and self.lapse is not None \
+                and not 0.0 < self.lapse < 0.5:
+            raise ConfigError(f'the {self.likelihood} likelihood needs a lapse in (0, 0.5), '
+                              f'got {self.lapse}')
         if self.bandwidth is not None and self.bandwidth < 0.0:
             raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
         if self.likelihood_seeds is not None and self.likelihood_seeds < 1:
@@ -179,7 +184,8 @@ class EstimatorSettings:
         lapse = DEFAULT_LIKELIHOOD['lapse'] if self.lapse is None else self.lapse
         bandwidth = DEFAULT_LIKELIHOOD['bandwidth'] if self.bandwidth is None \
             else self.bandwidth
-        return Likelihood.named(self.likelihood, self.epsilon, lapse, bandwidth)
+        return Likelihood.named(self.likelihood or DEFAULT_LIKELIHOOD['likelihood'],
+                                self.epsilon, lapse, bandwidth)
 
     @property
     def variant(self) -> str:
@@ -203,7 +209,8 @@ class EstimatorSettings:
 
 # The likelihood parameters a domain may set (Domain.likelihood_defaults) and the values
 # used where it sets none: a small lapse suits a partner that plans as the robot does.
-DEFAULT_LIKELIHOOD: dict[str, Any] = {'lapse': 0.05, 'bandwidth': 0.0, 'likelihood_seeds': 1}
+DEFAULT_LIKELIHOOD: dict[str, Any] = {'likelihood': 'kernel', 'lapse': 0.05, 'bandwidth': 0.0,
+                                      'likelihood_seeds': 1}
 
 
 # The estimator node's parameters that make up its settings, and their defaults there:
@@ -216,7 +223,7 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
                    'alike_rooms': EstimatorSettings().alike_rooms,
                    'window': -1, 'decay': 0.0, 'proposal': '',
                    'proposal_floor': EstimatorSettings().proposal_floor,
-                   'likelihood': EstimatorSettings().likelihood, 'lapse': -1.0,
+                   'likelihood': '', 'lapse': -1.0,
                    'bandwidth': -1.0, 'likelihood_seeds': 0,
                    'known_mass': EstimatorSettings().known_mass}
 
@@ -225,7 +232,8 @@ def settings_from_parameters(values: dict, default_epsilon: float | None = None
                              ) -> EstimatorSettings:
     """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning);
     an epsilon of 0 is the domain's ``default_epsilon`` (else the settings' default), and
-    a negative lapse or bandwidth or 0 likelihood_seeds the domain's likelihood defaults."""
+    an empty likelihood, a negative lapse or bandwidth or 0 likelihood_seeds the domain's
+    likelihood defaults."""
     values = {**NODE_PARAMETERS, **values}
     if not values['epsilon']:
         values['epsilon'] = default_epsilon or EstimatorSettings().epsilon
@@ -236,7 +244,7 @@ def settings_from_parameters(values: dict, default_epsilon: float | None = None
         sweeps=values['sweeps'], coupling=values['coupling'],
         alike_rooms=values['alike_rooms'], decay=values['decay'] or None,
         proposal=values['proposal'] or None,
-        proposal_floor=values['proposal_floor'], likelihood=values['likelihood'],
+        proposal_floor=values['proposal_floor'], likelihood=values['likelihood'] or None,
         lapse=values['lapse'] if values['lapse'] >= 0 else None,
         bandwidth=values['bandwidth'] if values['bandwidth'] >= 0 else None,
         likelihood_seeds=values['likelihood_seeds'] or None,
@@ -604,6 +612,9 @@ class CecmEstimator(Estimator):
 
             evaluators += [evaluator_for(self.method, twin) for twin in
                            seeded_planners(planner, self.settings.likelihood_seeds or 1)[1:]]
+        if self.settings.likelihood == 'usage':
+            return UsageLikelihoodModel(self.settings.likelihood_form(), evaluators,
+                                        self.model.exercised_capabilities)
         if self.settings.likelihood == 'stepwise':
             return StepwiseLikelihoodModel(self.settings.likelihood_form(), evaluators[:1],
                                            self.model.exercised_capabilities,

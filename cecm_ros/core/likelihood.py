@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-LIKELIHOODS = ('kernel', 'stepwise', 'indicator')
+LIKELIHOODS = ('kernel', 'stepwise', 'usage', 'indicator')
 # Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
 # any seed a simulated partner searches with, so the two never share a random stream.
 LIKELIHOOD_SEED_BASE = 1_500_000_007
@@ -68,8 +68,8 @@ class Likelihood:
                               f'{", ".join(LIKELIHOODS)}')
         if kind == 'indicator':
             return cls(epsilon, 0.0, 0.0, feasibility=False)
-        if kind == 'stepwise' and not 0.0 < lapse < 1.0:
-            raise ConfigError(f'the stepwise likelihood needs a lapse in (0, 1), got {lapse}')
+        if kind in ('stepwise', 'usage') and not 0.0 < lapse < 0.5:
+            raise ConfigError(f'the {kind} likelihood needs a lapse in (0, 0.5), got {lapse}')
         return cls(epsilon, lapse, bandwidth, feasibility=True)
 
     @property
@@ -152,9 +152,9 @@ class LikelihoodModel:
                     self._proven.pop(next(iter(self._proven)))
         return known
 
-    def explained_floor(self, observed: Sequence) -> float:
+    def explained_floor(self, observed: Sequence) -> float | None:
         """The log-likelihood at or above which a hypothesis counts as explaining a task
-        (for reports): half its searches within epsilon."""
+        (for reports): half its searches within epsilon. None: no absolute level."""
         return float(np.log(self.likelihood.lapse + (1 - self.likelihood.lapse) * 0.5))
 
     def search_distances(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
@@ -220,7 +220,7 @@ class StepwiseLikelihoodModel(LikelihoodModel):
                     answers.append(None)
             return answers
 
-    def explained_floor(self, observed: Sequence) -> float:
+    def explained_floor(self, observed: Sequence) -> float | None:
         """The log-likelihood of a hypothesis whose plans follow every step."""
         return (len(observed) - 1) * float(np.log1p(-self.likelihood.lapse))
 
@@ -262,6 +262,67 @@ class StepwiseLikelihoodModel(LikelihoodModel):
         return logs
 
 
+class UsageLikelihoodModel(LikelihoodModel):
+    """The likelihood of which capabilities the partner used, under ``c``'s searches.
+
+    A capability vector matters to a trajectory only through the partner actions it
+    lets change the world, so the summary statistic here is the set of capabilities a
+    trajectory proves used (``Domain.exercised_capabilities``). Per capability, ``c``'s
+    ``M`` seeded searches give how often a partner like ``c`` uses it on this task
+    (kept inside ``[lapse, 1 - lapse]``); the observation weighs ``c`` by the product of
+    those frequencies for the capabilities it shows used and their complements for the
+    others, the capabilities taken as independent (an approximation). ABC with this
+    statistic instead of the whole trajectory: "the partner never chopped, although a
+    partner who can chop does in half of the searches" counts, whether or not the rest
+    of the kitchen moved the same way. A capability ``c`` lacks cannot show as used
+    (``F``).
+    """
+
+    def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None):
+        super().__init__(likelihood, evaluators, exercised)
+        if exercised is None:
+            raise ConfigError('the usage likelihood needs the domain\'s '
+                              'exercised_capabilities')
+        self._used: dict[tuple, np.ndarray] = {}
+
+    def explained_floor(self, observed: Sequence) -> float | None:
+        return None   # no absolute level: the report counts those near the best
+
+    def _usage(self, trajectory) -> np.ndarray:
+        key = tuple(trajectory)
+        with self._lock:
+            known = self._used.get(key)
+        if known is None:
+            known = np.asarray(self._exercised_of(trajectory), dtype=bool).copy()
+            with self._lock:
+                self._used[key] = known
+                while len(self._used) > 20_000:
+                    self._used.pop(next(iter(self._used)))
+        return known
+
+    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
+        if not len(vectors):
+            return np.zeros(0)
+        shown = self.proven(observed, vectors.shape[1])
+        feasible = ~(shown[None, :] & ~vectors).any(axis=1)
+        logs = np.full(len(vectors), -np.inf)
+        rows = np.flatnonzero(feasible)
+        if not len(rows):
+            return logs
+        lapse = self.likelihood.lapse
+        frequency = np.zeros((len(rows), vectors.shape[1]))
+        for evaluator in self.evaluators:
+            predicted = evaluator.predicted_trajectories(task, vectors[rows])
+            frequency += np.array([self._usage(t) for t in predicted], dtype=float)
+        frequency = np.clip(frequency / len(self.evaluators), lapse, 1.0 - lapse)
+        # Only capabilities a vector has can differ in use; the others add log(1 - lapse)
+        # to every vector alike once clipped, so they carry no evidence either way.
+        terms = np.where(shown[None, :], np.log(frequency), np.log1p(-frequency))
+        logs[rows] = terms.sum(axis=1)
+        return logs
+
+
 def seeded_planners(planner, count: int) -> list:
     """The planner and up to ``count - 1`` twins searching with seeds of their own (none
     for a planner without a seed: a deterministic planner's searches would all agree)."""
@@ -275,12 +336,13 @@ def seeded_planners(planner, count: int) -> list:
 
 
 # A domain file's `likelihood:` section: its keys and the estimator settings they set.
-SECTION_KEYS = {'lapse': 'lapse', 'bandwidth': 'bandwidth', 'seeds': 'likelihood_seeds'}
+SECTION_KEYS = {'form': 'likelihood', 'lapse': 'lapse', 'bandwidth': 'bandwidth',
+                'seeds': 'likelihood_seeds'}
 
 
 def likelihood_section(entry, where: str) -> dict:
-    """The estimator defaults a domain file's ``likelihood:`` section gives (``lapse``,
-    ``bandwidth``, ``seeds``), checked; ``where`` names the file in errors."""
+    """The estimator defaults a domain file's ``likelihood:`` section gives (``form``,
+    ``lapse``, ``bandwidth``, ``seeds``), checked; ``where`` names the file in errors."""
     if entry is None:
         return {}
     if not isinstance(entry, dict):
@@ -293,7 +355,11 @@ def likelihood_section(entry, where: str) -> dict:
     values = {}
     for key, value in entry.items():
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if key == 'seeds':
+        if key == 'form':
+            if value not in LIKELIHOODS:
+                raise ConfigError(f'{where}: likelihood: form must be one of '
+                                  f'{", ".join(LIKELIHOODS)}, got {value!r}')
+        elif key == 'seeds':
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f'{where}: likelihood: seeds must be a whole number of at '
                                   f'least 1, got {value!r}')

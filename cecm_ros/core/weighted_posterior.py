@@ -196,7 +196,10 @@ class WeightedPosterior(ParticlePosterior):
                 progress(done[0] * self.count, steps * self.count)
 
         new = self._task_loglik(model, item, self.particles)
-        explained = int(np.sum(new >= model.explained_floor(item.observed) - 1e-9))
+        floor = model.explained_floor(item.observed)
+        if floor is None and np.isfinite(new).any():
+            floor = float(new[np.isfinite(new)].max()) - np.log(10.0)
+        explained = int(np.sum(new >= floor - 1e-9)) if floor is not None else 0
         update = PosteriorUpdate(True, explained, 0)
         log_weights = self.log_weights + new
         if not np.isfinite(log_weights).any():

@@ -107,11 +107,14 @@ class CapabilityEstimator(CecmNode):
         self.declare('proposal_floor', defaults.proposal_floor,
                      "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]",
                      low=0.001, high=0.499)
-        self.declare('likelihood', defaults.likelihood,
-                     "Posterior: 'kernel' (graded: a lapse keeps a hypothesis that fails a "
-                     "task; proven capabilities are certain) or 'indicator' (a hypothesis "
-                     'must explain every task)', choices=LIKELIHOODS)
-        self.declare('lapse', -1.0, "kernel: chance of a step none of the partner's "
+        self.declare('likelihood', '',
+                     "Posterior: 'stepwise' (a partner who follows its plan and sometimes "
+                     "slips), 'usage' (which capabilities it used, against how often "
+                     "searches of a hypothesis use them), 'kernel' (a lapse keeps a "
+                     "hypothesis whose plans miss a task) or 'indicator' (a hypothesis must "
+                     "explain every task); '' = the domain's "
+                     '(PDDL domains stepwise, Overcooked usage)', choices=('', *LIKELIHOODS))
+        self.declare('lapse', -1.0, "Graded likelihoods: chance of a step none of the partner's "
                      "modelled plans explains (-1 = the domain's)", low=-1.0, high=0.99)
         self.declare('bandwidth', -1.0, 'kernel: soft shoulder beyond epsilon (0 = none; '
                      "-1 = the domain's)", low=-1.0, high=10.0)

@@ -105,11 +105,12 @@ class OvercookedDomain(Domain[tuple]):
     # partner searches on its own.
     default_partner_behaviour = 'independent'
     # A partner's own search lands within epsilon of the true vector's predicted plan in
-    # only a third to a half of the tasks (docs/experiments.md): the likelihood asks
-    # several searches per hypothesis and tolerates a miss (a domain file's `likelihood:`
-    # section overrides these).
-    likelihood_defaults: dict[str, Any] = {'lapse': 0.1, 'bandwidth': 0.0,
-                                           'likelihood_seeds': 4}
+    # only a third to a half of the tasks, and the cosine distance barely sees who did a
+    # step (docs/experiments.md): the likelihood compares which capabilities the partner
+    # used with how often four searches of a hypothesis use them (a domain file's
+    # `likelihood:` section overrides these).
+    likelihood_defaults: dict[str, Any] = {'likelihood': 'usage', 'lapse': 0.1,
+                                           'bandwidth': 0.0, 'likelihood_seeds': 4}
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else config_path(DEFAULT_FILE)

@@ -22,12 +22,13 @@ from unified_planning.model import Problem
 from cecm_ros.core.capabilities import Capability, CapabilityCatalog, PartnerType
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
 from cecm_ros.core.errors import CecmError, ConfigError, UnsolvableTaskError
+from cecm_ros.core.likelihood import likelihood_section
 
 from .costs import rewrite_costs
 from .model import PddlModel, atom, pddl_name, split_atom
 
 FORMAT_KEYS = {'name', 'description', 'pddl', 'agents', 'objects', 'static', 'costs',
-               'capabilities', 'partner_types', 'tasks', 'schema_order'}
+               'capabilities', 'partner_types', 'tasks', 'schema_order', 'likelihood'}
 # The keys each kind of entry may have: anything else is a misspelling, refused.
 CAPABILITY_KEYS = ('name', 'action', 'arguments', 'description')
 PARTNER_TYPE_KEYS = ('description', 'missing')
@@ -68,6 +69,9 @@ class FileDomain(PddlModel):
         self.spec = spec
         self.name = str(spec.get('name') or self.path.parent.name or self.path.stem)
         self.description = str(spec.get('description', ''))
+        self.likelihood_defaults = {**type(self).likelihood_defaults,
+                                    **likelihood_section(spec.get('likelihood'),
+                                                         str(self.path))}
         pddl = spec.get('pddl')
         if not isinstance(pddl, str):
             raise ConfigError(f'{self.path}: "pddl" must name the PDDL domain file')

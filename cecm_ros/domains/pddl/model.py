@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import unified_planning.shortcuts as up
@@ -123,6 +124,9 @@ class PddlModel(Domain[int]):
     """
 
     guarantees = PlannerGuarantees(cost_optimal=True, deterministic=True)
+    # A cost-optimal, deterministic planner predicts each step of a partner who plans as
+    # it does: a slip is seen where it happens, and the plan from there is one search.
+    likelihood_defaults: dict[str, Any] = {'likelihood': 'stepwise', 'lapse': 0.05}
     # The order canonical_order tries action schemas in (unranked ones last).
     schema_rank: dict[str, int] = {}
     # Why an action a static fact rules out does nothing (an outcome's reason).
