@@ -1,12 +1,16 @@
-"""How often a hypothesis's own searches land near a partner that searches on its own.
+"""How often a hypothesis's own plans land near what a partner who is not optimal does.
 
     .venv/bin/python bench/likelihood_calibration.py --domain overcooked \
-        --partners type_1 type_2 type_3 --partner-seeds 5 --robot-seeds 4
+        --partners type_1 type_2 type_3 --partner-seeds 3 --robot-seeds 4
+    .venv/bin/python bench/likelihood_calibration.py --domain tidyup \
+        --partners low_capability --partner-behaviour noisy:0.1 --tasks 12 --robot-seeds 1
 
-For every task of a domain with few tasks (``task_universe``), every partner type and
-``--partner-seeds`` partners that search with seeds of their own (as
-``--partner-behaviour independent`` does), the observed trajectory is the partner's own
-plan. Each is compared with the plans ``--robot-seeds`` searches of the robot make for
+For every task of a domain with few tasks (``task_universe``; else ``--tasks`` tasks of
+its seeded stream), every partner type and ``--partner-seeds`` seeds of the partner's
+own choices, the observed trajectory is what a shared task with that partner
+(``--partner-behaviour``, default independent: its own search seed) and a robot that
+takes it for fully capable produces, corrections and all. Each is compared with the
+plans ``--robot-seeds`` searches of the robot make for
 the true vector and for every single change of it that the task can use (the robot's
 planner seed, then the likelihood's extra seeds). Printed per partner type: the share of
 (task, partner seed, robot seed) within epsilon for the truth and for the single
@@ -26,6 +30,13 @@ import numpy as np
 
 from cecm_ros.core.experiment import partner_search_seed
 from cecm_ros.core.likelihood import Likelihood, seeded_planners
+from cecm_ros.core.partners import (
+    PartnerBehaviour,
+    RobotTeammate,
+    SimulatedHuman,
+    partner_seed,
+    run_shared_task,
+)
 from cecm_ros.domains import load_domain
 
 
@@ -37,13 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--robot-seeds', type=int, default=4)
     parser.add_argument('--lapses', type=float, nargs='+', default=[0.02, 0.1, 0.3])
     parser.add_argument('--epsilon', type=float)
+    parser.add_argument('--partner-behaviour', default='independent')
+    parser.add_argument('--tasks', type=int, default=12,
+                        help='tasks of an open-ended domain (default: 12)')
     parser.add_argument('--jobs', type=int, default=2)
     parser.add_argument('--json-out')
     args = parser.parse_args(argv)
     domain = load_domain(args.domain)
-    tasks = domain.task_universe()
-    if not tasks:
-        parser.error(f'{args.domain} has no task universe (an open-ended domain)')
+    tasks = domain.task_universe() or domain.task_generator(0).tasks(args.tasks)
+    behaviour = PartnerBehaviour.parse(args.partner_behaviour)
     epsilon = args.epsilon or domain.default_epsilon or 0.24
     planner = domain.planner(workers=args.jobs)
     robots = seeded_planners(planner, args.robot_seeds)
@@ -61,8 +74,14 @@ def main(argv: list[str] | None = None) -> int:
             vectors = np.vstack([truth[None, :], changes])
             per_robot = [robot.plan_many(task, vectors) for robot in robots]
             for p in range(args.partner_seeds):
-                twin = planner.with_seed(partner_search_seed(1000 + p))
-                observed = (twin or planner).plan(task, truth).trajectory
+                twin = planner.with_seed(partner_search_seed(1000 + p)) \
+                    if behaviour.own_search else None
+                human = SimulatedHuman(twin or planner, truth, behaviour=behaviour,
+                                       seed=partner_seed(1000 + p, task.task_id))
+                record = run_shared_task(domain, task,
+                                         RobotTeammate(planner, domain.catalog.all_capable()),
+                                         human)
+                observed = tuple(record.trajectory)
                 distances = np.array([[domain.distance(plans[v].trajectory, observed)
                                        for plans in per_robot] for v in range(len(vectors))])
                 truth_rows.append(distances[0])
