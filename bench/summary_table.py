@@ -12,6 +12,13 @@ import argparse
 import json
 from pathlib import Path
 
+# Every metric a table may show: (key, column title, digits); METRICS by default.
+ALL_METRICS = {'hamming': ('hamming', 'Hamming', 2),
+               'decided': ('decided', 'decided', 1),
+               'partner_deviation': ('partner_deviation', 'partner steps off plan', 2),
+               'infeasible_assigned': ('infeasible_assigned', 'infeasible assigned', 1),
+               'accepted_samples': ('accepted_samples', 'accepted', 0),
+               'heldout_feasible': ('heldout_feasible', 'feasible held-out', 2)}
 METRICS = (('hamming_active', 'Hamming (non-inert)', 3),
            ('hamming_identifiable', 'Hamming (identifiable)', 3),
            ('correction_ratio', 'corrected', 3),
@@ -38,15 +45,16 @@ def cell(metric: dict | None, digits: int) -> str:
             f"{metric['ci95_high']:.{digits}f}]")
 
 
-def table(paths: list[Path], tasks: set[int] | None, labels: dict[str, str]) -> str:
-    lines = ['| run | task | ' + ' | '.join(name for _, name, _ in METRICS) + ' |',
-             '|---|---|' + '---|' * len(METRICS)]
+def table(paths: list[Path], tasks: set[int] | None, labels: dict[str, str],
+          metrics=METRICS) -> str:
+    lines = ['| run | task | ' + ' | '.join(name for _, name, _ in metrics) + ' |',
+             '|---|---|' + '---|' * len(metrics)]
     for path in paths:
         for label, summary in summaries(path):
             for entry in summary['per_task']:
                 if tasks and entry['task'] not in tasks:
                     continue
-                cells = [cell(entry.get(key), digits) for key, _, digits in METRICS]
+                cells = [cell(entry.get(key), digits) for key, _, digits in metrics]
                 lines.append(f'| {labels.get(label, label)} | {entry["task"]} | '
                              + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
@@ -58,10 +66,16 @@ def main() -> None:
     parser.add_argument('--tasks', help='comma-separated task numbers (default: all)')
     parser.add_argument('--label', action='append', default=[], metavar='FOLDER=TEXT',
                         help='show a folder under another name')
+    parser.add_argument('--metrics', help='comma-separated metric keys (default: the '
+                        'Hamming distances, corrections, IoU, held-out agreement, wrong '
+                        f'but known; also {", ".join(ALL_METRICS)})')
     args = parser.parse_args()
     tasks = {int(t) for t in args.tasks.split(',')} if args.tasks else None
     labels = dict(item.split('=', 1) for item in args.label)
-    print(table(args.paths, tasks, labels))
+    known = {key: (key, name, digits) for key, name, digits in METRICS} | ALL_METRICS
+    metrics = tuple(known[key] for key in args.metrics.split(',')) if args.metrics \
+        else METRICS
+    print(table(args.paths, tasks, labels, metrics))
 
 
 if __name__ == '__main__':

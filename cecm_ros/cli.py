@@ -373,12 +373,25 @@ def _print_table(summaries: dict) -> None:
                ('iou', 'iou', '.3f'), ('decided', 'decided', '.1f'),
                ('wrong_known', 'wrong-known', '.2f'), ('accepted_samples', 'accepted', '.1f'),
                ('heldout_feasible', 'feasible', '.3f')]
-    print(f'{"method":<12}{"task":>5}' + ''.join(f'{label:>12}' for _, label, _ in columns))
+    labels = {method: _method_label(method, summary) for method, summary in summaries.items()}
+    width = max(12, *(len(label) + 2 for label in labels.values()))
+    print(f'{"method":<{width}}{"task":>5}' + ''.join(f'{label:>12}' for _, label, _ in columns))
     for method, summary in summaries.items():
         for row in summary['per_task']:
             cells = ''.join(f'{format(row[key]["mean"], spec):>12}' if key in row
                             else f'{"-":>12}' for key, _, spec in columns)
-            print(f'{method:<12}{row["task"]:>5}{cells}')
+            print(f'{labels[method]:<{width}}{row["task"]:>5}{cells}')
+
+
+def _method_label(method: str, summary: dict) -> str:
+    """The method as a table row names it: CE-CM with how it infers (Algorithm 1 is
+    `cecm (paper)`, the posterior names its likelihood)."""
+    if not method.startswith('cecm'):
+        return method
+    variant = summary.get('estimator_variant', 'posterior')
+    if variant == 'posterior' and summary.get('likelihood'):
+        variant = summary['likelihood']
+    return f'{method} ({variant})'
 
 
 def cmd_bench(args) -> int:

@@ -429,6 +429,8 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
              'planner_calls': planner.calls - calls_before,
              'planner_cache_hits': planner.cache_hits - hits_before,
              'estimator_variant': settings.estimator.variant}
+    if settings.estimator.inference == 'posterior':
+        extra['likelihood'] = settings.estimator.for_domain(model).likelihood
     if identifiable is not None:
         extra['identifiable_capabilities'] = identifiable
         extra['heldout_seed'] = settings.heldout_seed
