@@ -212,6 +212,9 @@ class StepwiseLikelihoodModel(LikelihoodModel):
         try:
             return list(plans_of(task, vectors))
         except UnsolvableTaskError:
+            # Unreachable for every partner: the observation is no task at all (the error
+            # names it); else only some vectors cannot finish from here.
+            plans_of(task, np.ones((1, vectors.shape[1]), dtype=bool))
             answers = []
             for vector in vectors:
                 try:
