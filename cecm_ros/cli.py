@@ -419,7 +419,7 @@ def cmd_bench(args) -> int:
 
         result.update(run_session_benchmark(
             model, _partner_spec(args), samples=args.samples, seed=args.seed, jobs=args.jobs,
-            tasks=args.session_tasks,
+            tasks=args.session_tasks, likelihood=args.likelihood,
             progress=None if args.json else
             (lambda line: print(f'[cecm bench] {line}', file=sys.stderr, flush=True))))
     if args.json:
@@ -625,6 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
                           'choice), on a new plan store and again on the plans it left: '
                           'first_task_s, update_median_s, update_p95_s, warm_speedup '
                           '(0: skip) (default: %(default)s)')
+    sub.add_argument('--likelihood', choices=LIKELIHOODS,
+                     help="the session's likelihood (default: the domain's)")
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
 

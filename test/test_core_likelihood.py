@@ -327,10 +327,10 @@ def test_the_usage_likelihood_weighs_how_often_searches_use_each_capability():
     observed = ('c0',)          # c0 used, c1 and c2 not
     vectors = np.array([[1, 1, 1], [1, 0, 1], [0, 0, 1]], dtype=bool)
     logs = usage.log_likelihood('t', vectors, observed)
-    # c0: used in every search (clipped to 0.9); c1: half of them when present, so
-    # not using it weighs 0.5, and never when absent (clipped: 0.9); c2: never used.
-    assert logs[0] == pytest.approx(np.log(0.9) + np.log(0.5) + np.log(0.9))
-    assert logs[1] == pytest.approx(np.log(0.9) + np.log(0.9) + np.log(0.9))
+    # Laplace's rule over 4 searches: c0 used in all of them (5/6); c1 in half of them
+    # when present (not using it weighs 1 - 3/6), never when absent (1 - 1/6); c2 never.
+    assert logs[0] == pytest.approx(np.log(5 / 6) + np.log(3 / 6) + np.log(5 / 6))
+    assert logs[1] == pytest.approx(np.log(5 / 6) + np.log(5 / 6) + np.log(5 / 6))
     assert logs[2] == -np.inf   # lacks c0, which the observation proves
     with pytest.raises(ConfigError, match='needs a lapse in'):
         Likelihood.named('usage', 0.24, 0.0, 0.0)

@@ -263,7 +263,8 @@ def run_universe_benchmark(model: Domain, partner: str, samples: int = 500, seed
 def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed: int = 0,
                           jobs: int = 2, tasks: int = 5, task_choice: str = 'informative',
                           candidates: int = 5, store_path: str | None = None,
-                          progress: Callable[[str], None] | None = None) -> dict:
+                          progress: Callable[[str], None] | None = None,
+                          likelihood: str | None = None) -> dict:
     """A session as ``make demo`` runs it (the most informative of ``candidates`` tasks,
     the robot and the simulated partner, one update per task), in this process, twice:
     first on a plan store that is new (every plan made, as a first demo on a fresh
@@ -282,7 +283,8 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
                                   seed=seed, jobs=jobs, heldout=0, task_choice=task_choice,
                                   candidates=candidates,
                                   estimator=EstimatorSettings(samples=samples,
-                                                              epsilon=epsilon))
+                                                              epsilon=epsilon,
+                                                              likelihood=likelihood))
     sessions: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
         store = store_path or str(Path(scratch) / 'plans.sqlite')

@@ -272,7 +272,8 @@ class UsageLikelihoodModel(LikelihoodModel):
     lets change the world, so the summary statistic here is the set of capabilities a
     trajectory proves used (``Domain.exercised_capabilities``). Per capability, ``c``'s
     ``M`` seeded searches give how often a partner like ``c`` uses it on this task
-    (kept inside ``[lapse, 1 - lapse]``); the observation weighs ``c`` by the product of
+    (``(uses + 1) / (M + 2)``, Laplace's rule, kept inside ``[lapse, 1 - lapse]``); the
+    observation weighs ``c`` by the product of
     those frequencies for the capabilities it shows used and their complements for the
     others, the capabilities taken as independent (an approximation). ABC with this
     statistic instead of the whole trajectory: "the partner never chopped, although a
@@ -318,9 +319,11 @@ class UsageLikelihoodModel(LikelihoodModel):
         for evaluator in self.evaluators:
             predicted = evaluator.predicted_trajectories(task, vectors[rows])
             frequency += np.array([self._usage(t) for t in predicted], dtype=float)
-        frequency = np.clip(frequency / len(self.evaluators), lapse, 1.0 - lapse)
-        # Only capabilities a vector has can differ in use; the others add log(1 - lapse)
-        # to every vector alike once clipped, so they carry no evidence either way.
+        # Laplace's rule: four searches that all use a capability say "likely", not
+        # "always" (a partner who has it and did not use it is then not ruled out by one
+        # task); a capability no search uses weighs every vector alike.
+        frequency = np.clip((frequency + 1.0) / (len(self.evaluators) + 2.0),
+                            lapse, 1.0 - lapse)
         terms = np.where(shown[None, :], np.log(frequency), np.log1p(-frequency))
         logs[rows] = terms.sum(axis=1)
         return logs
