@@ -149,7 +149,10 @@ class CountingEvaluator:
         time.sleep(0.002)   # long enough for a second thread to come in
         with self.lock:
             self.asked.update((task.task_id, v.tobytes()) for v in vectors)
-        return [SimpleNamespace(trajectory=tuple(int(b) for b in v)) for v in vectors]
+        # A plan uses every capability its vector has (as a real plan's field says).
+        return [SimpleNamespace(trajectory=tuple(int(b) for b in v),
+                                human_capabilities_used=frozenset(np.flatnonzero(v).tolist()))
+                for v in vectors]
 
 
 def test_a_pool_used_from_two_threads_plans_each_vector_once(model):

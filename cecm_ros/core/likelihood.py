@@ -245,7 +245,9 @@ class StepwiseLikelihoodModel(LikelihoodModel):
         replan = rows.tolist()
         for t in range(steps + 1):
             if replan:
-                here = task if t == 0 else self._task_from_state(task, observed[t])
+                # From the state observed, the start included: the team plans from where
+                # the world is, which need not be the start the task was asked with.
+                here = self._task_from_state(task, observed[t])
                 for row, plan in zip(replan, self._plans(here, vectors[replan])):
                     current[row] = None if plan is None else plan.trajectory
                     position[row] = 0

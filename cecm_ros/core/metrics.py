@@ -86,6 +86,8 @@ class HeldoutPool:
         # Evaluators of the same planner with other search seeds (identifiable asks them).
         self.twins = list(twins)
         self._trajectories: dict[bytes, tuple] = {}
+        # Per vector, the partner capabilities its plans use on some pool task.
+        self._used: dict[bytes, frozenset[int]] = {}
         self._lock = threading.Lock()
 
     def trajectories(self, vectors: np.ndarray) -> list[tuple]:
@@ -100,9 +102,11 @@ class HeldoutPool:
                 for task in self.tasks:
                     if self.interrupt is not None and self.interrupt():
                         raise InterruptedWorkError('the held-out metrics were interrupted')
-                    per_task.append([p.trajectory for p in self.evaluator.plans(task, batch)])
+                    per_task.append(self.evaluator.plans(task, batch))
                 for column, key in enumerate(missing):
-                    self._trajectories[key] = tuple(row[column] for row in per_task)
+                    self._trajectories[key] = tuple(row[column].trajectory for row in per_task)
+                    self._used[key] = frozenset().union(
+                        *(row[column].human_capabilities_used for row in per_task))
             return [self._trajectories[k] for k in keys]
 
     def agreement(self, estimates: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -134,7 +138,9 @@ class HeldoutPool:
         self.trajectories(np.vstack([truth[None, :], flipped]))
         having = np.where(truth[live][:, None], truth[None, :], flipped)   # one per live
         mask = np.zeros(len(truth), dtype=bool)
-        for evaluator in [self.evaluator, *self.twins]:
+        for row, index in enumerate(live):
+            mask[index] = int(index) in self._used[having[row].tobytes()]
+        for evaluator in self.twins:
             for task in dict.fromkeys(self.tasks):
                 plans = evaluator.plans(task, having)
                 for row, index in enumerate(live):
