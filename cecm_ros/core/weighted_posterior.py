@@ -54,6 +54,8 @@ from .likelihood import Likelihood, LikelihoodModel
 
 # Resample when the effective sample size falls below this share of the particles.
 RESAMPLE_BELOW = 0.5
+# Log-likelihood below a hypothesis's at which its single change stops being evaluated.
+NEGLIGIBLE = 25.0
 
 
 class WeightedPosterior(ParticlePosterior):
@@ -299,9 +301,13 @@ class WeightedPosterior(ParticlePosterior):
         live = np.flatnonzero(self.live)
         flips = np.repeat(top, len(live), axis=0)
         flips[np.arange(len(flips)), np.tile(live, len(top))] ^= True
-        here = self.prior.log_prob(top) + self._loglik_of(model, top)
-        there = (self.prior.log_prob(flips) + self._loglik_of(model, flips)) \
-            .reshape(len(top), len(live))
+        evidence = self._loglik_of(model, top)
+        # A single change that falls this far below its original has a conditional of
+        # 0 or 1 to within 1e-11; its evaluation stops there (no further plans).
+        floor = np.repeat(evidence, len(live)) - NEGLIGIBLE
+        changed_evidence = self._loglik_of(model, flips, floor=floor)
+        here = self.prior.log_prob(top) + evidence
+        there = (self.prior.log_prob(flips) + changed_evidence).reshape(len(top), len(live))
         # P(c_i = 1 | the others) for each top hypothesis and live capability.
         with np.errstate(invalid='ignore'):
             has = np.where(top[:, live], here[:, None], there)
@@ -316,11 +322,8 @@ class WeightedPosterior(ParticlePosterior):
         # hypotheses that hold (all but 1 - known_mass of) the top mass. A hypothesis the
         # evidence has all but ruled out may have a capability that would matter to it
         # (its flip would explain a task); that says nothing about the partner.
-        changed = np.zeros((len(top), len(live)), dtype=bool)
-        for item in self.active:
-            a = self._task_loglik(model, item, top)
-            b = self._task_loglik(model, item, flips).reshape(len(top), len(live))
-            changed |= a[:, None] != b
+        # (Equal sums over the tasks stand for equal likelihoods on every task.)
+        changed = changed_evidence.reshape(len(top), len(live)) != evidence[:, None]
         unchanged = top_mass @ changed <= (1.0 - self.known_mass) * top_mass.sum()
         proven = self.proven()
         column = {int(i): k for k, i in enumerate(live)}
