@@ -79,3 +79,21 @@ def close_planner(planner) -> None:
     close = getattr(planner, 'close', None)
     if close is not None:
         close()
+
+
+# A three-room household small enough to enumerate (10 live capabilities: 1024 vectors),
+# for the tests that check particles against the exact posterior.
+THREE_ROOM_ITEMS = {
+    'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
+              'goal_rooms': ['kitchen', 'bedroom']},
+    'toothbrush': {'cost': {'robot': 2, 'human': 1}, 'washable': True,
+                   'goal_rooms': ['bathroom', 'bedroom']},
+    'blanket': {'cost': {'robot': 1, 'human': 1}, 'washable': False,
+                'goal_rooms': ['bedroom', 'kitchen']},
+}
+
+
+def three_room_model(directory: Path) -> TidyUpModel:
+    document = household_yaml(['kitchen', 'bedroom', 'bathroom'], ['kitchen'],
+                              THREE_ROOM_ITEMS, name='three_rooms', items_per_task=(3, 3))
+    return load_model(directory, document)

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from core_fixtures import household_yaml, load_model
+from core_fixtures import three_room_model
 
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import (
@@ -36,22 +36,12 @@ from cecm_ros.core.trajectory import jaccard_distance
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
-ITEMS = {
-    'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
-              'goal_rooms': ['kitchen', 'bedroom']},
-    'toothbrush': {'cost': {'robot': 2, 'human': 1}, 'washable': True,
-                   'goal_rooms': ['bathroom', 'bedroom']},
-    'blanket': {'cost': {'robot': 1, 'human': 1}, 'washable': False,
-                'goal_rooms': ['bedroom', 'kitchen']},
-}
 PARTNER = 'pick_bedroom=0,place_bathroom=0'
 
 
 @pytest.fixture(scope='module')
 def model(tmp_path_factory):
-    document = household_yaml(['kitchen', 'bedroom', 'bathroom'], ['kitchen'], ITEMS,
-                              name='three_rooms', items_per_task=(3, 3))
-    return load_model(tmp_path_factory.mktemp('house'), document)
+    return three_room_model(tmp_path_factory.mktemp('house'))
 
 
 @pytest.fixture(scope='module')

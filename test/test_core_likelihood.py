@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from core_fixtures import household_yaml, load_model
+from core_fixtures import three_room_model
 
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
@@ -184,22 +184,12 @@ def test_a_planner_without_a_seed_gives_one_search():
 
 
 # ----------------------------------------------------------- a real household
-ITEMS = {
-    'plate': {'cost': {'robot': 4, 'human': 1}, 'washable': True,
-              'goal_rooms': ['kitchen', 'bedroom']},
-    'toothbrush': {'cost': {'robot': 2, 'human': 1}, 'washable': True,
-                   'goal_rooms': ['bathroom', 'bedroom']},
-    'blanket': {'cost': {'robot': 1, 'human': 1}, 'washable': False,
-                'goal_rooms': ['bedroom', 'kitchen']},
-}
 PARTNER = 'pick_bedroom=0,place_bathroom=0'
 
 
 @pytest.fixture(scope='module')
 def model(tmp_path_factory):
-    document = household_yaml(['kitchen', 'bedroom', 'bathroom'], ['kitchen'], ITEMS,
-                              name='three_rooms', items_per_task=(3, 3))
-    return load_model(tmp_path_factory.mktemp('house'), document)
+    return three_room_model(tmp_path_factory.mktemp('house'))
 
 
 @pytest.fixture(scope='module')

@@ -112,7 +112,7 @@ class LikelihoodModel:
         self.likelihood = likelihood
         self.evaluators = list(evaluators)
         self._exercised_of = exercised
-        self._proven: dict[tuple, np.ndarray] = {}
+        self._used: dict[tuple, np.ndarray] = {}
         self._lock = threading.Lock()
 
     # What the task choice and the older code ask of an evaluator: the robot's own.
@@ -141,16 +141,26 @@ class LikelihoodModel:
         function, or for a likelihood without the feasibility term)."""
         if self._exercised_of is None or not self.likelihood.feasibility:
             return np.zeros(size, dtype=bool)
-        key = tuple(observed)
+        return self._used_along(observed)
+
+    def _used_along(self, trajectory) -> np.ndarray:
+        """The capabilities ``trajectory`` proves used (the domain's answer, memoised:
+        observations and predicted plans are asked about again and again)."""
+        key = tuple(trajectory)
         with self._lock:
-            known = self._proven.get(key)
+            known = self._used.get(key)
         if known is None:
-            known = np.asarray(self._exercised_of(observed), dtype=bool).copy()
+            known = np.asarray(self._exercised_of(trajectory), dtype=bool).copy()
             with self._lock:
-                self._proven[key] = known
-                while len(self._proven) > 256:
-                    self._proven.pop(next(iter(self._proven)))
+                self._used[key] = known
+                while len(self._used) > 20_000:
+                    self._used.pop(next(iter(self._used)))
         return known
+
+    def feasible(self, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """F per vector: whether it has every capability ``observed`` proves."""
+        proven = self.proven(observed, vectors.shape[1])
+        return ~(proven[None, :] & ~vectors).any(axis=1)
 
     def explained_floor(self, observed: Sequence) -> float | None:
         """The log-likelihood at or above which a hypothesis counts as explaining a task
@@ -168,8 +178,7 @@ class LikelihoodModel:
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
-        proven = self.proven(observed, vectors.shape[1])
-        feasible = ~(proven[None, :] & ~vectors).any(axis=1)
+        feasible = self.feasible(vectors, observed)
         logs = np.full(len(vectors), -np.inf)
         if feasible.any():
             rows = np.flatnonzero(feasible)
@@ -229,11 +238,9 @@ class StepwiseLikelihoodModel(LikelihoodModel):
 
     def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
-        count = len(vectors)
-        if not count:
+        if not len(vectors):
             return np.zeros(0)
-        proven = self.proven(observed, vectors.shape[1])
-        feasible = ~(proven[None, :] & ~vectors).any(axis=1)
+        feasible = self.feasible(vectors, observed)
         logs = np.where(feasible, 0.0, -np.inf)
         rows = np.flatnonzero(feasible)
         if not len(rows):
@@ -289,29 +296,16 @@ class UsageLikelihoodModel(LikelihoodModel):
         if exercised is None:
             raise ConfigError('the usage likelihood needs the domain\'s '
                               'exercised_capabilities')
-        self._used: dict[tuple, np.ndarray] = {}
 
     def explained_floor(self, observed: Sequence) -> float | None:
         return None   # no absolute level: the report counts those near the best
-
-    def _usage(self, trajectory) -> np.ndarray:
-        key = tuple(trajectory)
-        with self._lock:
-            known = self._used.get(key)
-        if known is None:
-            known = np.asarray(self._exercised_of(trajectory), dtype=bool).copy()
-            with self._lock:
-                self._used[key] = known
-                while len(self._used) > 20_000:
-                    self._used.pop(next(iter(self._used)))
-        return known
 
     def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
         shown = self.proven(observed, vectors.shape[1])
-        feasible = ~(shown[None, :] & ~vectors).any(axis=1)
+        feasible = self.feasible(vectors, observed)
         logs = np.full(len(vectors), -np.inf)
         rows = np.flatnonzero(feasible)
         if not len(rows):
@@ -320,7 +314,7 @@ class UsageLikelihoodModel(LikelihoodModel):
         frequency = np.zeros((len(rows), vectors.shape[1]))
         for evaluator in self.evaluators:
             predicted = evaluator.predicted_trajectories(task, vectors[rows])
-            frequency += np.array([self._usage(t) for t in predicted], dtype=float)
+            frequency += np.array([self._used_along(t) for t in predicted], dtype=float)
         # Laplace's rule: four searches that all use a capability say "likely", not
         # "always" (a partner who has it and did not use it is then not ruled out by one
         # task); a capability no search uses weighs every vector alike.
