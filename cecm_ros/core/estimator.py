@@ -93,11 +93,11 @@ class EstimatorSettings:
     proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
     # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
     # the domain's value (Domain.likelihood_defaults).
-    likelihood: str | None = None     # 'kernel', 'stepwise' (graded) or 'indicator'
-    lapse: float | None = None        # kernel: chance of a step no modelled plan explains
+    likelihood: str | None = None     # 'stepwise', 'usage', 'kernel' (graded) or 'indicator'
+    lapse: float | None = None        # graded: chance of what no modelled plan explains
     bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
-    likelihood_seeds: int | None = None   # kernel: searches per hypothesis (seeded planners)
-    known_mass: float = 0.99          # kernel: posterior mass that makes a capability known
+    likelihood_seeds: int | None = None   # kernel, usage: searches per hypothesis
+    known_mass: float = 0.99          # graded: posterior mass that makes a capability known
 
     def __post_init__(self):
         if self.inference not in INFERENCE_MODES:
