@@ -205,7 +205,7 @@ class WeightedPosterior(ParticlePosterior):
         update = PosteriorUpdate(True, explained, 0)
         log_weights = self.log_weights + new
         if not np.isfinite(log_weights).any():
-            log_weights = self._redraw(model, rng)
+            drawn, log_weights = self._redraw(model, rng)
             if not np.isfinite(log_weights).any():
                 item.active = False
                 item.note = 'no hypothesis explains it'
@@ -213,6 +213,7 @@ class WeightedPosterior(ParticlePosterior):
                 update.distinct = len(self.distinct()[0])
                 update.message = self._describe(item, update)
                 return update
+            self.particles = drawn
             update.survivors = 0
         self.log_weights = log_weights
         advance()
@@ -229,16 +230,17 @@ class WeightedPosterior(ParticlePosterior):
         update.message = self._describe(item, update)
         return update
 
-    def _redraw(self, model: LikelihoodModel, rng: np.random.Generator) -> np.ndarray:
-        """Every particle contradicts a proven capability: draw afresh from the prior with
-        the proven ones held present, weighted by posterior over proposal."""
+    def _redraw(self, model: LikelihoodModel, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Every particle contradicts a proven capability: particles drawn afresh from
+        the prior with the proven ones held present, and their weights (posterior over
+        proposal). The caller keeps them only if some weight is positive."""
         proven = self.proven()
         drawn = self._canonical(self.prior.sample(rng, self.count))
         drawn[:, proven] = True
-        self.particles = drawn
         free = self.live & ~proven
         proposal = _log_bernoulli(drawn, np.full(self.prior.size, self.prior.p), free)
-        return self.prior.log_prob(drawn) - proposal + self._loglik_of(model, drawn)
+        return drawn, self.prior.log_prob(drawn) - proposal + self._loglik_of(model, drawn)
 
     def _apply_window_weighted(self, model: LikelihoodModel, update: PosteriorUpdate) -> None:
         if self.window is None:
