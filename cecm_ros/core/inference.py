@@ -270,6 +270,21 @@ def _key(vector: np.ndarray) -> bytes:
     return np.packbits(vector).tobytes()
 
 
+def memoised(known: dict[bytes, float], vectors: np.ndarray,
+             compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per vector, its value in ``known``, computing the missing ones once (distinct
+    vectors in one batch, since each may cost a plan)."""
+    keys = [_key(v) for v in vectors]
+    missing: dict[bytes, np.ndarray] = {}
+    for key, vector in zip(keys, vectors):
+        if key not in known and key not in missing:
+            missing[key] = vector
+    if missing:
+        known.update(zip(missing, (float(v) for v in
+                                   compute(np.array(list(missing.values()))))))
+    return np.array([known[key] for key in keys], dtype=float)
+
+
 class ParticlePosterior:
     """Resample-move particles over capability vectors, checked against every task.
 
@@ -693,19 +708,13 @@ class ParticlePosterior:
         return np.where(self.live, vectors, True)
 
     def _explains(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
-        known = self._distances[item.id]
-        keys = [_key(v) for v in vectors]
-        missing: dict[bytes, np.ndarray] = {}
-        for key, vector in zip(keys, vectors):
-            if key not in known and key not in missing:
-                missing[key] = vector
-        if missing:
-            distances = evaluator.distances(item.task, np.array(list(missing.values())),
-                                            item.observed)
-            known.update(zip(missing, (float(d) for d in distances)))
+        def distances(fresh: np.ndarray) -> np.ndarray:
+            found = np.asarray(evaluator.distances(item.task, fresh, item.observed))
             self._rejections[item.id] = self._rejections.get(item.id, 0) + int(
-                np.sum(np.asarray(distances) >= self.epsilon))
-        return np.array([known[key] < self.epsilon for key in keys], dtype=bool)
+                np.sum(found >= self.epsilon))
+            return found
+
+        return memoised(self._distances[item.id], vectors, distances) < self.epsilon
 
     def _consistent(self, evaluator, vectors: np.ndarray,
                     evidence: Sequence[Evidence]) -> np.ndarray:

@@ -46,9 +46,9 @@ from .inference import (
     ParticlePosterior,
     PosteriorUpdate,
     ProgressCallback,
-    _key,
     _log_bernoulli,
     _task_name,
+    memoised,
 )
 from .likelihood import Likelihood, LikelihoodModel
 
@@ -139,17 +139,8 @@ class WeightedPosterior(ParticlePosterior):
     # ------------------------------------------------------------ likelihoods
     def _task_loglik(self, model: LikelihoodModel, item: Evidence,
                      vectors: np.ndarray) -> np.ndarray:
-        known = self._loglik.setdefault(item.id, {})
-        keys = [_key(v) for v in vectors]
-        missing: dict[bytes, np.ndarray] = {}
-        for key, vector in zip(keys, vectors):
-            if key not in known and key not in missing:
-                missing[key] = vector
-        if missing:
-            values = model.log_likelihood(item.task, np.array(list(missing.values())),
-                                          item.observed)
-            known.update(zip(missing, (float(v) for v in values)))
-        return np.array([known[key] for key in keys], dtype=float)
+        return memoised(self._loglik.setdefault(item.id, {}), vectors,
+                        lambda fresh: model.log_likelihood(item.task, fresh, item.observed))
 
     def _loglik_of(self, model: LikelihoodModel, vectors: np.ndarray,
                    evidence: Sequence[Evidence] | None = None,

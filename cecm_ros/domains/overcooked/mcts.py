@@ -472,18 +472,26 @@ class MctsPlanner(CachingPlanner):
     def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         # Even a single search goes to a worker process: threads that each ask for one
         # plan (the runs of an experiment) then search side by side, not under one GIL.
+        pool = self._shared_pool()
+        if pool is None:
+            return [search_plan(self.domain, task, v, self.settings) for v in vectors]
+        workers = (self._owner or self).workers
+        return list(pool.map(_worker_plan, [task] * len(vectors),
+                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
+                             chunksize=max(1, len(vectors) // (4 * workers))))
+
+    def _shared_pool(self) -> ProcessPoolExecutor | None:
+        """The search processes of this planner's owner (started on first use; runs in
+        several threads and planners of other seeds share them), or None for one worker."""
         owner = self._owner or self
         if owner.workers == 1:
-            return [search_plan(self.domain, task, v, self.settings) for v in vectors]
-        with owner._pool_lock:   # runs in several threads share one pool
+            return None
+        with owner._pool_lock:
             if owner._pool is None:
                 owner._pool = ProcessPoolExecutor(
                     owner.workers, mp_context=get_context('spawn'), initializer=_worker_start,
                     initargs=(str(owner.domain.path), asdict(owner.settings), os.getpid()))
-            pool = owner._pool
-        return list(pool.map(_worker_plan, [task] * len(vectors),
-                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
-                             chunksize=max(1, len(vectors) // (4 * owner.workers))))
+            return owner._pool
 
     # DiverseMCTS's L_min (docs/overcooked.md): an attribute, not a search setting, so
     # that plans kept on disk do not depend on it.
@@ -540,16 +548,10 @@ class MctsPlanner(CachingPlanner):
 
     def _search_sets(self, task: Task, vectors: list[np.ndarray], rules) -> list[list]:
         from .diverse import plan_set_actions
-        owner = self._owner or self
-        if owner.workers == 1:
+        pool = self._shared_pool()
+        if pool is None:
             return [plan_set_actions(self.domain, task, v, self.settings, rules)
                     for v in vectors]
-        with owner._pool_lock:   # the pool solve_all uses (started the same way)
-            if owner._pool is None:
-                owner._pool = ProcessPoolExecutor(
-                    owner.workers, mp_context=get_context('spawn'), initializer=_worker_start,
-                    initargs=(str(owner.domain.path), asdict(owner.settings), os.getpid()))
-            pool = owner._pool
         return list(pool.map(_worker_plan_set, [task] * len(vectors),
                              [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
                              [tuple(asdict(rules).values())] * len(vectors)))
