@@ -340,7 +340,7 @@ def cmd_experiment(args) -> int:
         forgo_probability=args.forgo_probability, task_choice=args.task_choice,
         partner_search=args.partner_search or 'shared',
         partner_behaviour=_partner_behaviour(args),
-        candidates=args.candidates, heldout=args.heldout)
+        candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
     with model.planner(workers=base.jobs, plan_cache=_plan_cache(args)) as planner:
@@ -584,6 +584,10 @@ def build_parser() -> argparse.ArgumentParser:
                           'planner (default: the partner behaviour\'s)')
     sub.add_argument('--compare', metavar='M1,M2,...',
                      help='run these methods on the same seeds and plot them together')
+    sub.add_argument('--set-diversity', type=float, metavar='DELTA',
+                     help="cecm_div: the share of its states a plan must differ in from "
+                          "every plan kept in a hypothesis's set (the paper's delta; "
+                          'default: 0.35)')
     sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')
     sub.add_argument('--tasks', type=int, default=5, help='tasks per run (default: 5)')
     sub.add_argument('--seed', type=int, default=0, help='base seed (default: 0)')

@@ -98,6 +98,35 @@ def test_restriction_needs_one_flag_per_operator():
         TranslatedTask.parse(SAS).restricted([True])
 
 
+def test_rebasing_rewrites_the_start_or_refuses_what_the_translation_left_out():
+    task = TranslatedTask.parse(SAS)
+    moved = task.rebased(frozenset({'(a)'}), frozenset())
+    assert moved is not None and 'begin_state\n0\nend_state' in moved.head
+    assert moved.operator_blocks == task.operator_blocks
+    # A fact the translation does not describe must start as it did: a different one
+    # means facts the translator pruned may be reachable now.
+    assert task.rebased(frozenset({'(b)'}), frozenset()) is None
+    assert task.rebased(frozenset({'(b)'}), frozenset({'(b)'})) is not None
+
+
+@pytest.mark.parametrize('seed', range(2))
+def test_a_replan_from_a_state_on_the_way_agrees_with_a_fresh_translation(model, planners,
+                                                                         seed):
+    fast, reference = planners
+    task = TaskGenerator(model, seed=220 + seed).next_task()
+    vector = model.catalog.partner_vector('low_capability')
+    plan = fast.plan(task, vector)
+    before = fast.fresh_translations, fast.rebased_translations
+    for state in plan.trajectory[1:-1:2]:
+        here = model.task_from_state(task, state)
+        assert here.origin == task
+        expected = reference.plan(here, vector)
+        assert fast.plan(here, vector).steps == expected.steps
+    # Every re-plan reused the task's translation: no translator run.
+    assert fast.fresh_translations == before[0]
+    assert fast.rebased_translations > before[1]
+
+
 @pytest.mark.parametrize('seed', range(4))
 def test_fast_path_finds_plans_as_cheap_as_full_planner_calls(model, planners, seed):
     fast, reference = planners

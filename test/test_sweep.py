@@ -174,6 +174,12 @@ def test_cells_are_the_grid_and_their_folders_follow_the_settings(loader, tmp_pa
     assert [c.cell_id for c in more.cells] == [c.cell_id for c in sweep.cells]
     other = load_sweep(write(tmp_path, TINY.replace('samples: 30', 'samples: 31')), loader)
     assert not {c.cell_id for c in other.cells} & {c.cell_id for c in sweep.cells}
+    # CE-CM-Div's delta is a setting (appendix C.3's sweep); out of [0, 1] it is refused.
+    delta = load_sweep(write(tmp_path, TINY + '  set_diversity: [0.2]\n'), loader)
+    assert {c.settings.set_diversity for c in delta.cells} == {0.2}
+    assert not {c.cell_id for c in delta.cells} & {c.cell_id for c in sweep.cells}
+    with pytest.raises(ConfigError, match='set_diversity must lie in'):
+        load_sweep(write(tmp_path, TINY + '  set_diversity: [1.5]\n'), loader)
     # Named axes: labelled sets of settings, which override `fixed`; plot_by defaults to
     # `method` where the grid has that axis.
     named = load_sweep(write(tmp_path, (

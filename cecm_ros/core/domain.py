@@ -43,6 +43,9 @@ class Task:
     task_id: str
     initial: frozenset[str]
     goal: frozenset[str]
+    # The task this one continues (the same goal from a state reached on the way), a
+    # hint a planner may use to reuse work done for it; not part of the task's identity.
+    origin: Task | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple:

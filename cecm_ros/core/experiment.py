@@ -78,6 +78,9 @@ class ExperimentSettings:
     task_choice: str = 'given'               # or 'informative': the most informative of
     candidates: int = 5                      # this many candidate tasks
     heldout: int = 40                        # size of the held-out pool for the metrics
+    # CE-CM-Div: delta, the share of states a plan must differ in from every plan kept
+    # before it (appendix C.3); None: the paper's 0.35 (PLAN_SET_DEFAULTS).
+    set_diversity: float | None = None
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -103,6 +106,8 @@ class ExperimentSettings:
             raise ConfigError(f'candidates must be at least 1, got {self.candidates}')
         if self.heldout < 0:
             raise ConfigError(f'heldout must be at least 0, got {self.heldout}')
+        if self.set_diversity is not None and not 0.0 <= self.set_diversity <= 1.0:
+            raise ConfigError(f'set_diversity must lie in [0, 1], got {self.set_diversity}')
 
     @property
     def heldout_seed(self) -> int:
@@ -230,7 +235,7 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
     if behaviour.own_search and partner_planner is None and report and run == 0:
         report(f'partner behaviour independent: {model.name}\'s planner has no seed (it is '
                'deterministic), so the partner plans as the robot would: as optimal')
-    evaluator = evaluator_for(settings.method, planner)
+    evaluator = evaluator_for(settings.method, planner, settings.set_diversity)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
     try:
@@ -361,6 +366,8 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
     settings_dict = asdict(settings)
     if settings.method == 'cecm_div':
         settings_dict['plan_sets'] = dict(PLAN_SET_DEFAULTS)
+        if settings.set_diversity is not None:
+            settings_dict['plan_sets']['diversity'] = settings.set_diversity
     return {
         'format': 'cecm_ros/experiment_summary/1',
         'settings': settings_dict,

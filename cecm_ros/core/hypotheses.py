@@ -369,12 +369,16 @@ class DiversePlanEvaluator(_PlanEvaluator):
         return chosen
 
 
-def evaluator_for(method: str, planner: Planner) -> _PlanEvaluator:
+def evaluator_for(method: str, planner: Planner,
+                  set_diversity: float | None = None) -> _PlanEvaluator:
     """The evaluator a method uses with this planner: CE-CM-Div compares with diverse
-    sets, CE-CM with one plan; plans are shared between hypotheses only when the
-    planner promises cost-optimal plans, else every hypothesis is planned."""
+    sets (``set_diversity``: delta, None for the paper's), CE-CM with one plan; plans
+    are shared between hypotheses only when the planner promises cost-optimal plans,
+    else every hypothesis is planned."""
     if method == 'cecm_div':
-        return DiversePlanEvaluator(planner)
+        if set_diversity is None:
+            return DiversePlanEvaluator(planner)
+        return DiversePlanEvaluator(planner, diversity=set_diversity)
     if planner.guarantees.cost_optimal:
         return SharedPlanEvaluator(planner)
     return BatchEvaluator(planner)

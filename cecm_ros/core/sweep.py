@@ -126,6 +126,7 @@ EXPERIMENT_SETTINGS = {
     'partner_behaviour': _Kind(str, nullable=True),   # PartnerBehaviour text
     'candidates': _Kind(int, minimum=1),
     'heldout': _Kind(int, minimum=0),
+    'set_diversity': _Kind(float, nullable=True),     # CE-CM-Div's delta; null: 0.35
 }
 ESTIMATOR_SETTINGS = {
     'inference': _Kind(str, tuple(PRESETS)),
@@ -422,8 +423,9 @@ def _make_cell(path: Path, where: str, values: dict[str, Any],
         raise _fail(path, where, str(error)) from error
     described = asdict(settings)
     del described['runs'], described['jobs']
-    if described['partner_behaviour'] is None:   # cells from before it keep their ids
-        del described['partner_behaviour']
+    for later in ('partner_behaviour', 'set_diversity'):
+        if described[later] is None:     # cells from before these settings keep their ids
+            del described[later]
     identity = {'format': SWEEP_FORMAT, 'domain': domain, 'files': digests,
                 'settings': described}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cecm_ros.core.errors import PlannerTimeoutError, PlanningError
@@ -62,6 +62,72 @@ class TranslatedTask:
     operator_blocks: tuple[str, ...]
     tail: str                      # the axiom section
     unsolvable: bool = False       # the translator proved the goal unreachable
+
+    def _state_span(self) -> tuple[int, int]:
+        """Where the initial state's values lie in ``head`` (character offsets)."""
+        start = self.head.index('begin_state\n') + len('begin_state\n')
+        return start, self.head.index('end_state\n', start)
+
+    def variables(self) -> list[tuple[int, tuple[str, ...]]]:
+        """Per SAS variable, its axiom layer and its values as written."""
+        found: list[tuple[int, tuple[str, ...]]] = []
+        lines = self.head.splitlines()
+        index = 0
+        while index < len(lines):
+            if lines[index] == 'begin_variable':
+                layer, count = int(lines[index + 2]), int(lines[index + 3])
+                found.append((layer, tuple(lines[index + 4:index + 4 + count])))
+                index += 4 + count
+            else:
+                index += 1
+        return found
+
+    def rebased(self, atoms: frozenset[str], origin: frozenset[str]) -> TranslatedTask | None:
+        """This task from another start: the state of ``atoms`` (PDDL texts such as
+        ``(at robot kitchen)``), where this translation was made from ``origin``.
+
+        Sound when every fact the translation left out (static, unreachable or
+        irrelevant to the goal) has the same value in both starts, and the variables
+        take exactly one value each in the new one: then every fact reachable from the
+        new start was reachable from the old, so the operators are the ones a new
+        translation would keep (or more, which leaves the optimum alone). Else None:
+        translate afresh.
+        """
+        if self.unsolvable:
+            return None
+        variables = self.variables()
+        described: set[str] = set()
+        values: list[int] = []
+        old_start, old_end = self._state_span()
+        old_values = self.head[old_start:old_end].split()
+        for (layer, names), old in zip(variables, old_values, strict=True):
+            if layer >= 0:                 # a derived variable starts at its default
+                values.append(int(old))
+                continue
+            chosen = []
+            none_of_those = None
+            for value, name in enumerate(names):
+                if name.startswith('Atom '):
+                    fact = _pddl_atom(name[5:])
+                    described.add(fact)
+                    if fact in atoms:
+                        chosen.append(value)
+                elif name.startswith('NegatedAtom '):
+                    fact = _pddl_atom(name[12:])
+                    described.add(fact)
+                    if fact not in atoms:
+                        chosen.append(value)
+                else:
+                    none_of_those = value
+            if not chosen and none_of_those is not None:
+                chosen.append(none_of_those)
+            if len(chosen) != 1:
+                return None
+            values.append(chosen[0])
+        if atoms - described != origin - described:
+            return None
+        state = ''.join(f'{value}\n' for value in values)
+        return replace(self, head=self.head[:old_start] + state + self.head[old_end:])
 
     @classmethod
     def parse(cls, text: str) -> TranslatedTask:
@@ -160,6 +226,13 @@ class FastDownwardSearch:
                                              else ''), file=sys.stderr, flush=True)
         raise PlanningError(f'{label}: the Fast Downward {what} was killed by signal '
                             f'{-result.returncode} in each of {CRASH_RETRIES + 1} runs')
+
+
+def _pddl_atom(sas_text: str) -> str:
+    """``at(robot, kitchen)`` as PDDL writes it: ``(at robot kitchen)``."""
+    name, _, arguments = sas_text.partition('(')
+    parts = [name.strip()] + [a.strip() for a in arguments.rstrip(')').split(',') if a.strip()]
+    return f'({" ".join(parts)})'
 
 
 def _tail(result: subprocess.CompletedProcess) -> str:

@@ -405,7 +405,8 @@ class PddlModel(Domain[int]):
 
     def task_from_state(self, task: Task, state: int) -> Task:
         """The same goal from an intermediate state (what a robot re-plans after a step)."""
-        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal)
+        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal,
+                    origin=task.origin or task)
 
     def _parse(self, problem_text: str) -> Problem:
         with self._reader_lock:  # PDDLReader keeps parser state
