@@ -551,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument('--web-port', type=int, default=0, metavar='PORT',
                      help='port of the panel (default: any free one)')
     web.add_argument('--web-token', metavar='TOKEN',
-                     help="access token of the panel (default: a random one; '' = none)")
+                     help="access token of the panel (default: a random one; '' = none, for "
+                          'development only)')
     web.add_argument('--correction-window', type=float, default=30.0, metavar='S',
                      help='with --web: seconds the robot waits for each answer (default: 30)')
     sub.add_argument('--record', nargs='?', const='', metavar='PATH',

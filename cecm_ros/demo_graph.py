@@ -141,7 +141,9 @@ def _web_settings(params: dict, settings: dict, args) -> None:
                             'intent_subscribers': 2}
     # A person may take the whole window at every step of a task.
     settings['task_manager']['task_timeout_s'] = 3600.0
-    settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or ''}
+    # --web-token '': no token at all (the panel then warns); None was made random.
+    settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or '',
+                           'allow_without_token': args.web_token == ''}
     manager = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
     manager['node_names'] = list(graph_nodes(args))
 
@@ -310,6 +312,8 @@ def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) 
                     f'web_port:={args.web_port}']
         if args.web_token:   # (ros2 launch refuses an empty argument value)
             command.append(f'web_token:={args.web_token}')
+        elif args.web_token == '':
+            command.append('web_allow_without_token:=true')
     if record:
         command += ['record:=true', f'record_path:={record}']
     log_dir = out / 'logs'

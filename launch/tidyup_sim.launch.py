@@ -93,7 +93,10 @@ ARGUMENTS = {
     'web': ('false', 'true: also start the browser correction panel (web_panel)'),
     'web_host': ('', "Address the panel listens on; '' = params_file (127.0.0.1)"),
     'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
-    'web_token': ('', "Access token the panel requires; '' = params_file (none)"),
+    'web_token': ('', "Access token the panel requires; '' = params_file (there '': a "
+                      'random one per launch, printed in the URL the panel logs)'),
+    'web_allow_without_token': ('', "true: serve the panel without any token (development "
+                                    "only; it warns); '' = params_file (false)"),
     'log_level': ('info', 'Log level of every node'),
     'record': ('false', 'true: also start session_recorder, which records every topic into '
                         'an MCAP file'),
@@ -139,8 +142,10 @@ def _overrides(context) -> dict[str, dict]:
         'web_host': (str, [WEB_PANEL]),
         'web_port': (int, [WEB_PANEL]),
         'web_token': (str, [WEB_PANEL]),
+        'web_allow_without_token': (bool, [WEB_PANEL]),
     }
-    web_names = {'web_host': 'host', 'web_port': 'port', 'web_token': 'access_token'}
+    web_names = {'web_host': 'host', 'web_port': 'port', 'web_token': 'access_token',
+                 'web_allow_without_token': 'allow_without_token'}
     for argument, (kind, nodes) in wiring.items():
         text = value(argument)
         if text:

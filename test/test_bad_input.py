@@ -1277,6 +1277,55 @@ def test_a_web_panel_whose_port_is_taken_stays_inactive_until_given_another(spar
         assert g.transition(name, transition)
 
 
+def test_a_web_panel_asks_for_a_token_unless_told_not_to_for_development(spares):
+    """No access_token given: a random one, in the logged URL, and 401 without it; the
+    same after a reconfiguration. allow_without_token serves without one, warning."""
+    import re
+    import urllib.error
+    import urllib.request
+
+    g = spares
+    name, process = '/spare/web_panel', 'spare_web_panel'
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def status(url: str) -> int:
+        try:
+            with opener.open(url, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    def served() -> str:
+        before = len(re.findall(r'web panel: (\S+)', g.log(process)))
+        if g.state_of(name) == State.PRIMARY_STATE_UNCONFIGURED:
+            assert g.set_parameters(name, {**SPARES['web_panel'][1], 'port': 0})[0].successful
+            assert g.transition(name, Transition.TRANSITION_CONFIGURE), g.log(process)[-3000:]
+        assert g.transition(name, Transition.TRANSITION_ACTIVATE), g.log(process)[-3000:]
+        deadline = time.monotonic() + 30
+        while len(urls := re.findall(r'web panel: (\S+)', g.log(process))) <= before:
+            assert time.monotonic() < deadline, g.log(process)[-3000:]
+            time.sleep(0.1)
+        return urls[-1]
+
+    tokens = []
+    for _ in range(2):
+        url = served()
+        base, _, query = url.partition('?')
+        assert query.startswith('token=') and len(query) > 16, url
+        assert status(base) == 401 and status(url) == 200
+        tokens.append(query)
+        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+            assert g.transition(name, transition)
+    assert tokens[0] == tokens[1]     # one per start of the node: a recovery keeps the URL
+    assert g.set_parameters(name, {'allow_without_token': True})[0].successful
+    url = served()
+    assert '?' not in url and status(url) == 200
+    g.wait_log(process, 'without an access token (allow_without_token)')
+    for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+        assert g.transition(name, transition)
+    assert g.set_parameters(name, {'allow_without_token': False})[0].successful
+
+
 def _spare_planner_fixed(g) -> None:
     result = g.set_parameters('/spare/joint_planner', SPARES['joint_planner'][1])
     assert result[0].successful

@@ -36,6 +36,7 @@ import importlib
 import ipaddress
 import json
 import math
+import secrets
 import sys
 import threading
 import time
@@ -948,7 +949,11 @@ class WebPanel(CecmNode):
                      low=0, high=65535)
         self.declare('access_token', '',
                      "Token every request and the WebSocket must carry (?token= or "
-                     "Authorization: Bearer); '' = none (localhost only)")
+                     "Authorization: Bearer); '' = a random one per start of the node, "
+                     'shown in the logged URL')
+        self.declare('allow_without_token', False,
+                     'Development only: with access_token empty, serve without any token '
+                     '(then any local process or user can correct the robot; warned about)')
         self.declare('sender', 'web_panel', 'The sender named in the corrections it publishes')
         self.declare('correction_window_s', 0.0,
                      "The executor's correction window, for the page's countdown; 0 = read "
@@ -980,11 +985,15 @@ class WebPanel(CecmNode):
         self.cache: MessageCache | None = None
         self._window_future = None
         self._last_stamp = 0
+        # Made once per process, so that a reconfigure or a recovery keeps the URL.
+        self._random_token = secrets.token_urlsafe(16)
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
         model = self.load_model()
         self.token = self.param('access_token')
+        if not self.token and not self.param('allow_without_token'):
+            self.token = self._random_token   # as notebook servers do: never open
         self.max_clients = self.param('max_clients')
         self.max_bytes = self.param('max_message_bytes')
         self.rate = self.param('messages_per_second')
@@ -1053,9 +1062,13 @@ class WebPanel(CecmNode):
             self.param('port')
         self.server = PanelServer(self, host, port)
         self.bound_port = self.server.start()
-        if host not in ('127.0.0.1', 'localhost', '::1') and not self.token:
-            self.get_logger().warning(f'listening on {host} without an access_token: anyone '
-                                      'who reaches this port can correct the robot')
+        if not self.token:
+            reach = 'this machine' if host in ('127.0.0.1', 'localhost', '::1') else \
+                'this port'
+            self.get_logger().warning(
+                f'serving on {host} without an access token (allow_without_token): any '
+                f'process or user that reaches {reach} can correct the robot; for '
+                'development only')
         self.get_logger().info(f'web panel: {self.url()}')
         self._ask_window()
 
