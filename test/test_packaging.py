@@ -96,6 +96,35 @@ def test_package_xml_passes_catkin_pkg_validation():
     assert parsed.name == 'cecm_ros'
 
 
+# Every runtime requirement of setup.py, and how a ROS 2 user gets it: a rosdep key in
+# package.xml or a pin in requirements-ros.txt (pip only, no key).
+ROSDEP_KEYS = {'numpy': 'python3-numpy', 'pyyaml': 'python3-yaml',
+               'aiohttp': 'python3-aiohttp', 'matplotlib': 'python3-matplotlib',
+               'unified-planning': 'python3-unified-planning-pip',
+               'mcap-ros2-support': 'mcap-ros2-support', 'mcap': 'mcap-ros2-support'}
+
+
+def _pins(text: str) -> dict[str, str]:
+    return dict(line.split('==') for line in text.split() if '==' in line)
+
+
+def test_every_runtime_dependency_is_declared_for_a_ros_install(monkeypatch):
+    requirements = setup_py_kwargs(monkeypatch)['install_requires']
+    exec_depends = {e.text for e in ET.parse(REPO / 'package.xml').getroot()
+                    .iter('exec_depend')}
+    ros_pins = _pins(re.sub(r'#[^\n]*', '', (REPO / 'requirements-ros.txt').read_text()))
+    for name in requirements:
+        declared = ROSDEP_KEYS.get(name) in exec_depends or name in ros_pins
+        assert declared, f'{name}: neither a rosdep key in package.xml nor in ' \
+            'requirements-ros.txt'
+    # The pins a ROS user installs are the ones the Makefile tests with.
+    makefile = (REPO / 'Makefile').read_text()
+    app_deps = _pins(re.search(r'APP_DEPS := \\\n((?:.*\\\n)*.*)', makefile).group(1)
+                     .replace('\\', ' '))
+    for name, version in ros_pins.items():
+        assert app_deps.get(name) == version, (name, version, app_deps.get(name))
+
+
 def test_cmake_nodes_match_setup_py_console_scripts(monkeypatch):
     nodes = cmake_node_list()
     assert len(nodes) == len(set(nodes)), f'duplicate node in CMakeLists.txt: {nodes}'
