@@ -310,6 +310,55 @@ def test_a_sweep_started_again_runs_only_what_is_missing(local_sweep, sweep_file
     assert (out / 'table.csv').read_bytes() == (original / 'table.csv').read_bytes()
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for status in Path('/proc').glob('[0-9]*/status'):
+        try:
+            fields = dict(line.split(':\t', 1) for line in status.read_text().splitlines()
+                          if ':\t' in line)
+        except OSError:
+            continue
+        if fields.get('PPid', '').strip() == str(pid):
+            found.append(int(status.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited child its parent has not reaped)."""
+    try:
+        return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_killed_sweep_stops_its_workers_and_keeps_what_was_written(tmp_path):
+    """SIGTERM to `cecm sweep` (a kill, a job scheduler) ends the runs under way, as
+    Ctrl-C does: no worker goes on computing runs that nobody will write."""
+    sweep = write(tmp_path, TINY.replace('samples: 30', 'samples: 400').replace(
+        'runs: 2', 'runs: 6'), 'long.yaml')
+    driver = subprocess.Popen([str(CLI), 'sweep', str(sweep), '--out', str(tmp_path / 'out'),
+                               '--jobs', '2', '--no-plan-store'],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120 * TIME_SCALE
+        while len(workers := _children(driver.pid)) < 2 and driver.poll() is None:
+            assert time.monotonic() < deadline, 'the sweep started no workers'
+            time.sleep(0.2)
+        time.sleep(2.0)     # runs under way
+        driver.send_signal(signal.SIGTERM)
+        _, stderr = driver.communicate(timeout=60 * TIME_SCALE)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode != 0
+    assert 'the same command continues with the rest' in stderr, stderr[-2000:]
+    deadline = time.monotonic() + 30 * TIME_SCALE
+    while (alive := [w for w in workers if _running(w)]):
+        assert time.monotonic() < deadline, f'workers {alive} outlived the sweep'
+        time.sleep(0.2)
+
+
 def test_a_cell_has_the_rows_of_cecm_experiment(local_sweep, tmp_path, capsys):
     out, _ = local_sweep
     # All runs in one process on one planner, planned here (not read from the plan store

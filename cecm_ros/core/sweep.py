@@ -55,6 +55,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -518,6 +519,11 @@ def run_local(works: Sequence[RunWork], jobs: int, on_result: ResultHandler) -> 
         max_workers=max(1, min(jobs, len(works))), mp_context=context,
         initializer=_ignore_interrupts)
     futures = {executor.submit(guarded_run, work): work for work in works}
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # A kill (SIGTERM) stops the workers as Ctrl-C does, instead of leaving them to
+        # finish runs nobody will write.
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         for future in concurrent.futures.as_completed(futures):
             work = futures[future]
@@ -535,7 +541,14 @@ def run_local(works: Sequence[RunWork], jobs: int, on_result: ResultHandler) -> 
             process.terminate()
         executor.shutdown(wait=False)
         raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     executor.shutdown(wait=True)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f'signal {signum}')
 
 
 def ray_environment() -> dict[str, str]:
