@@ -4,6 +4,8 @@ Both paths run the real Fast Downward shipped by up-fast-downward; the reference
 full unified-planning call per vector (``reuse_translation=False``).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from core_fixtures import close_planner, make_task
@@ -125,6 +127,10 @@ def test_a_replan_from_a_state_on_the_way_agrees_with_a_fresh_translation(model,
     # Every re-plan reused the task's translation: no translator run.
     assert fast.fresh_translations == before[0]
     assert fast.rebased_translations > before[1]
+    # A goal without a start (what a TaskOutcome message gives) is nobody's origin.
+    bare = model.task_from_state(replace(task, initial=frozenset()), plan.trajectory[1])
+    assert bare.origin is None
+    assert fast.plan(bare, vector).steps == reference.plan(bare, vector).steps
 
 
 @pytest.mark.parametrize('seed', range(4))

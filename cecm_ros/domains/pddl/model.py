@@ -405,8 +405,9 @@ class PddlModel(Domain[int]):
 
     def task_from_state(self, task: Task, state: int) -> Task:
         """The same goal from an intermediate state (what a robot re-plans after a step)."""
-        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal,
-                    origin=task.origin or task)
+        # A task without a start (a goal only, as a message gives it) is no origin.
+        origin = task.origin or (task if task.initial else None)
+        return Task(task.task_id, frozenset(self.atoms_of(state)), task.goal, origin=origin)
 
     def _parse(self, problem_text: str) -> Problem:
         with self._reader_lock:  # PDDLReader keeps parser state

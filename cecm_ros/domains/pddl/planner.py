@@ -28,6 +28,7 @@ from unified_planning.engines import PlanGenerationResultStatus as Status
 
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, JointPlan, JointStep, Task
 from cecm_ros.core.errors import (
+    ConfigError,
     PlannerTimeoutError,
     PlanningError,
     UnknownNameError,
@@ -393,12 +394,16 @@ class FastDownwardPlanner(CachingPlanner):
         assert self._search is not None
         origin = task.origin
         rebased = None
-        if origin is not None and origin.goal == task.goal and origin.key != task.key:
+        if origin is not None and origin.initial and origin.goal == task.goal \
+                and origin.key != task.key:
             # A state on the way to the same goal (a re-plan): the origin's translation
             # with the start replaced, where that is sound (TranslatedTask.rebased),
             # instead of a translator run per state.
-            root, gates = self._translation(replace(origin, origin=None))
-            rebased = root.rebased(task.initial, origin.initial)
+            try:
+                root, gates = self._translation(replace(origin, origin=None))
+            except ConfigError:
+                root = None     # an origin that is no task of this model: no help
+            rebased = root.rebased(task.initial, origin.initial) if root else None
             if rebased is not None:
                 self.rebased_translations += 1
                 with self._lock:
