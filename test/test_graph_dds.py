@@ -338,7 +338,7 @@ def test_all_processes_exit_cleanly_on_sigint(session):
     assert all(processes.alive(name) for name in running), _logs(session)
     codes = processes.interrupt([MANAGER])
     codes.update(processes.interrupt([n for n in running if n != MANAGER]))
-    assert codes == dict.fromkeys(running, 0), _logs(session)
+    assert codes == dict.fromkeys(running, 0), f"{codes}\n{_logs(session)}"
     manager = processes.log(MANAGER)
     assert 'executor: deactivate done' in manager and 'household_sim: cleanup done' in manager
     for name in (*NODES, MANAGER):

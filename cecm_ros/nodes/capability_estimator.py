@@ -266,6 +266,16 @@ class CapabilityEstimator(CecmNode):
         self.cancel_requested = True
         return CancelResponse.ACCEPT
 
+    def _log_failure(self, task_id: str, message: str, log) -> None:
+        """A failure is the node's to report, unless the node is stopping: then the
+        update was cut short on purpose (its planners are closing), which is news only
+        at INFO."""
+        if self.stopping.is_set():
+            self.get_logger().info(f'task {task_id!r}: stopped mid-update (the node is '
+                                   'shutting down); belief unchanged')
+        else:
+            log(f'task {task_id!r}: {message}')
+
     def _execute(self, goal_handle) -> EstimateCapabilities.Result:
         outcome = goal_handle.request.outcome
         result = EstimateCapabilities.Result()
@@ -277,7 +287,7 @@ class CapabilityEstimator(CecmNode):
             # logging the task meanwhile, may go otherwise when it is sent again.
             result.retry = isinstance(error, PlanningError) or not isinstance(error,
                                                                                CecmError)
-            self.get_logger().warning(f'task {outcome.task_id!r}: {result.message}')
+            self._log_failure(outcome.task_id, result.message, self.get_logger().warning)
             finish_goal(goal_handle.abort)
         except _CanceledError:
             result.message, result.retry = 'canceled, belief unchanged', True
@@ -288,7 +298,7 @@ class CapabilityEstimator(CecmNode):
         except Exception as error:  # noqa: BLE001 - keep serving; the belief is restored
             result.message = f'update failed, belief unchanged: internal error: {error!r}'
             result.retry = True
-            self.get_logger().error(f'task {outcome.task_id!r}: {result.message}')
+            self._log_failure(outcome.task_id, result.message, self.get_logger().error)
             finish_goal(goal_handle.abort)
         else:
             result.belief = self._publish()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -42,6 +43,7 @@ from rclpy.lifecycle import (
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.service import Service
+from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.task import Future
 from rclpy.timer import Timer
@@ -766,10 +768,15 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
     ``close()`` will do (correction_console is a plain Node).
     """
     try:
-        rclpy.init(args=args)
+        # Not rclpy's signal handler, which shuts the context down at once: callbacks at
+        # work would then fail and log (to a /rosout that is gone) as if something broke.
+        # Ctrl-C (and launch's SIGTERM) raise KeyboardInterrupt here instead, and the
+        # node stops in order while its context still works.
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: BLE001
         print(f'cannot initialise ROS: {error}')
         return 1
+    _interrupt_on_signals()
     _watch_shutdown(rclpy.utilities.get_default_context())
     node = None
     executor = None
@@ -778,7 +785,10 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
         node = node_factory()
         executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
-        executor.spin_until_future_complete(node.finished)
+        while not node.finished.done():
+            # In slices: a signal's handler runs only once the wait for work returns,
+            # and an idle node may have nothing to wake it.
+            executor.spin_until_future_complete(node.finished, timeout_sec=SPIN_SLICE_S)
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -795,9 +805,11 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
         if node is not None:
             node.request_stop()
         if executor is not None:
-            # Do not wait for callbacks still at work (a long computation would hold the
-            # process past launch's SIGINT-to-SIGTERM escalation): the process ends now.
-            executor.shutdown(timeout_sec=5.0, wait_for_threads=False)
+            # Callbacks see the stop and return; do not wait for one that does not (a
+            # long computation would hold the process past launch's SIGINT-to-SIGTERM
+            # escalation).
+            executor.shutdown(timeout_sec=STOP_WAIT_S, wait_for_threads=False)
+            _wait_for_callbacks(executor, STOP_WAIT_S)
         if node is not None:
             node.close()
             try:
@@ -811,6 +823,31 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
 # After SIGINT (or any shutdown of the context) the process ends within this long,
 # even if a thread the executor waits for never returns.
 EXIT_GRACE_S = 10.0
+# How long an orderly stop waits for the callbacks at work to return.
+STOP_WAIT_S = 3.0
+# The longest the main thread waits for work before a signal gets its turn.
+SPIN_SLICE_S = 0.25
+
+
+def _interrupt_on_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread (once: a second
+    signal while stopping is ignored, and the exit watchdog bounds the stop)."""
+    def interrupted(signum, frame) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+
+
+def _wait_for_callbacks(executor, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for the executor's worker threads to go idle, so that
+    what they log still reaches /rosout before the context goes."""
+    pool = getattr(executor, '_executor', None)     # MultiThreadedExecutor's pool
+    threads = list(getattr(pool, '_threads', ()))
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 _watchdog_started = threading.Event()

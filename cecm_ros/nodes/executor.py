@@ -295,7 +295,11 @@ class Executor(CecmNode):
             finish_goal(goal_handle.canceled)
         except StopRequestedError as stopped:
             result.message, result.retry = f'task stopped: {stopped}', True
-            self.get_logger().warning(f'task {request.task_id!r}: {result.message}')
+            # The process ending (Ctrl-C) is an orderly stop; a deactivation mid-task is
+            # worth a warning.
+            log = self.get_logger().info if self.stopping.is_set() else \
+                self.get_logger().warning
+            log(f'task {request.task_id!r}: {result.message}')
             finish_goal(goal_handle.abort)
         except Exception as error:  # noqa: BLE001 - abort with the reason, keep running
             # Nothing about the task says it cannot be done: whoever sent it runs it again.
