@@ -94,7 +94,8 @@ APP_DEPS := \
 # drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`);
 # rosbags reads the recordings in the tests as a second, independent decoder; ray is
 # `cecm sweep --address`'s optional backend (setup.py's extra 'ray'), which
-# test/test_sweep.py runs on a local head.
+# test/test_sweep.py runs on a local head; geometry_msgs is what the test-only action
+# types of a robot stack (test/interfaces/) are made of.
 DEV_DEPS := \
   pytest==8.4.2 \
   ruff==0.17.6 \
@@ -102,7 +103,8 @@ DEV_DEPS := \
   types-PyYAML==6.0.12.20261122 \
   playwright==1.65.2 \
   rosbags==0.11.9 \
-  ray==2.60.0
+  ray==2.60.0 \
+  ros-geometry-msgs==5.5.1
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
 # The stock roslibjs client that test/test_web_panel_roslibjs.py drives the web panel
 # with, from the npm registry into $(NODE_DIR) (needs Node.js 20+ and npm). roslib 2.x
@@ -114,6 +116,12 @@ NODE_DIR := $(VENV)/node
 REQ_HASH := $(shell printf '%s\n' $(REQUIREMENTS) | sha1sum | cut -c1-12)
 DEPS_STAMP := $(STAMPS)/deps-$(REQ_HASH).stamp
 BUILD_STAMP := $(STAMPS)/build.stamp
+# Test only: action types of a robot stack (Nav2's NavigateToPose, a grasp) for the
+# skill_bridge tests, built into the venv beside cecm_ros (never by a user's colcon:
+# test/interfaces/COLCON_IGNORE).
+TEST_MSGS := test/interfaces/cecm_test_robot_msgs
+TEST_MSGS_STAMP := $(STAMPS)/test-msgs-$(shell cat $(TEST_MSGS)/package.xml \
+  $(TEST_MSGS)/CMakeLists.txt $(TEST_MSGS)/action/* 2>/dev/null | sha1sum | cut -c1-12).stamp
 NODE_HASH := $(shell printf '%s\n' $(NODE_DEPS) | sha1sum | cut -c1-12)
 NODE_STAMP := $(STAMPS)/node-$(NODE_HASH).stamp
 
@@ -158,7 +166,7 @@ demo: $(BUILD_STAMP)
 	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) $(if $(PARTNER),--partner $(PARTNER)) --tasks $(TASKS) \
 	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
 
-test: $(BUILD_STAMP) $(NODE_STAMP) lint
+test: $(BUILD_STAMP) $(TEST_MSGS_STAMP) $(NODE_STAMP) lint
 	@echo "[cecm] running pytest"
 	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
 
@@ -230,6 +238,16 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
 	@touch $@
 	@echo "[cecm] build ready: $(VENV)/bin/cecm, Python package cecm_ros in $(SITE)"
+
+$(TEST_MSGS_STAMP): $(DEPS_STAMP)
+	@echo "[cecm] building the test-only robot action types ($(TEST_MSGS)) into $(VENV)"
+	@$(ROS_ENV) PATH="$(VBIN):$$PATH" VIRTUAL_ENV="$(VENV_ABS)" \
+	  CMAKE_PREFIX_PATH="$(VENV_ABS)" \
+	  $(VBIN)/colcon --log-base build/log build \
+	    --paths $(TEST_MSGS) --merge-install --build-base build --install-base $(VENV) \
+	    --event-handlers desktop_notification- \
+	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
+	@touch $@
 
 # Without node or npm the roslibjs test skips (and says why), except with CI=true: there
 # this step fails, as the test would. No stamp then, so the next run tries again.

@@ -26,6 +26,7 @@ NODES = [
     'correction_console',
     'web_panel',
     'session_recorder',
+    'skill_bridge',
 ]
 
 

@@ -14,7 +14,8 @@ rclpy = pytest.importorskip('rclpy')
 DOC = Path(__file__).resolve().parents[1] / 'docs' / 'nodes.md'
 NODES = {'household_sim': 'HouseholdSim', 'joint_planner': 'JointPlannerNode',
          'capability_estimator': 'CapabilityEstimator', 'simulated_human': 'SimulatedHumanNode',
-         'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel'}
+         'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel',
+         'skill_bridge': 'SkillBridge'}
 # Documented once for every node, at the top of the section "Nodes".
 COMMON = {'use_sim_time', 'start_type_description_service', 'domain', 'household_file',
           'capabilities_file'}

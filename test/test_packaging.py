@@ -30,6 +30,7 @@ EXPECTED_NODES = {
     'correction_console',
     'web_panel',
     'session_recorder',
+    'skill_bridge',
 }
 
 
