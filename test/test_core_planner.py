@@ -5,6 +5,7 @@ shares its cache between the tests.
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -370,3 +371,55 @@ def test_canonical_order_makes_reordered_plans_identical(model):
         state = action.apply(state)
     assert state & goal == goal
 
+
+
+class _SlowPlanner:
+    """A CachingPlanner whose search takes a while and is counted (which plan it
+    returns does not matter here: the real planner's is tested above)."""
+
+    def __new__(cls, model, plan, fail_first=False):
+        from cecm_ros.core.domain import PlannerGuarantees
+        from cecm_ros.core.planning import CachingPlanner
+
+        class Slow(CachingPlanner):
+            searches = 0
+            entered = threading.Event()
+
+            def solve_all(self, task, vectors):
+                type(self).searches += 1
+                type(self).entered.set()
+                time.sleep(0.5)
+                if fail_first and type(self).searches == 1:
+                    raise PlannerTimeoutError('the first search timed out')
+                return [plan for _ in vectors]
+
+        return Slow(model, PlannerGuarantees(cost_optimal=True, deterministic=True))
+
+
+@pytest.mark.parametrize('fail_first', [False, True])
+def test_two_threads_asking_for_one_plan_wait_for_one_search(model, planner, task, fail_first):
+    plan = planner.plan(task, model.catalog.all_capable())
+    slow = _SlowPlanner(model, plan, fail_first)
+    vector = model.catalog.all_capable()
+    answers: dict[str, object] = {}
+
+    def ask(name):
+        try:
+            answers[name] = slow.plan(task, vector)
+        except PlannerTimeoutError as error:
+            answers[name] = error
+
+    first = threading.Thread(target=ask, args=('first',))
+    first.start()
+    assert type(slow).entered.wait(10)
+    second = threading.Thread(target=ask, args=('second',))
+    second.start()
+    first.join(10)
+    second.join(10)
+    if not fail_first:
+        assert type(slow).searches == 1 and slow.in_flight_hits == 1
+        assert answers['first'] is answers['second'] is not None
+    else:
+        # The first search failed: the waiting caller searched itself and got a plan.
+        assert isinstance(answers['first'], PlannerTimeoutError)
+        assert type(slow).searches == 2 and answers['second'].steps == plan.steps

@@ -14,7 +14,7 @@ import warnings
 from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,6 +31,14 @@ from .plan_store import (
 # What a planner's ``plan_cache`` option takes: True (the store in the user's cache
 # directory), False (none) or the path of a store file.
 PlanCacheOption = bool | str
+
+
+@dataclass
+class _InFlight:
+    """A search under way: set when it ended; ``plan`` is None when it failed."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    plan: JointPlan | None = None
 
 
 class CachingPlanner(Planner):
@@ -50,18 +58,27 @@ class CachingPlanner(Planner):
         self._by_task: dict[tuple, dict[bytes, JointPlan]] = {}
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        # Searches under way, per (task, vector): a second caller waits for the first.
+        self._in_flight: dict[tuple, _InFlight] = {}
         self.calls = 0          # plans made (cache misses)
         self.cache_hits = 0
+        self.in_flight_hits = 0  # plans another thread's search under way gave
 
     @abstractmethod
     def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
         """Plans for distinct vectors (inert capabilities already set), none cached."""
 
     def plan_many(self, task: Task, vectors: Iterable[np.ndarray]) -> list[JointPlan]:
-        """Plans for several vectors of one task, solved together where not cached."""
+        """Plans for several vectors of one task, solved together where not cached.
+
+        A plan another thread is searching for right now is waited for, not searched
+        again (the estimator's update and the held-out metrics often ask for the same
+        plans at once)."""
         domain = self.domain
         results: list[JointPlan | None] = []
-        missing: dict[bytes, np.ndarray] = {}
+        missing: dict[bytes, np.ndarray] = {}       # searched here
+        awaited: dict[bytes, _InFlight] = {}         # searched by another thread
+        mine: dict[bytes, _InFlight] = {}
         keys = []
         with self._lock:
             for vector in vectors:
@@ -73,29 +90,61 @@ class CachingPlanner(Planner):
                 if cached is not None:
                     self._cache.move_to_end(key)
                     self.cache_hits += 1
-                elif key[1] not in missing:
-                    missing[key[1]] = effective
+                elif key[1] not in missing and key[1] not in awaited:
+                    flight = self._in_flight.get(key)
+                    if flight is not None:
+                        awaited[key[1]] = flight
+                    else:
+                        mine[key[1]] = self._in_flight[key] = _InFlight()
+                        missing[key[1]] = effective
                 results.append(cached)
+        by_bytes: dict[bytes, JointPlan] = {}
         if missing:
-            solved = self._solve_or_load(task, list(missing))
-            with self._lock:
-                if self._cache_size > 0:
-                    known = self._by_task.setdefault(task.key, {})
-                    for vector_bytes, plan in zip(missing, solved):
-                        self._cache[(task.key, vector_bytes)] = plan
-                        known[vector_bytes] = plan
-                while len(self._cache) > self._cache_size:
-                    (task_key, vector_bytes), _ = self._cache.popitem(last=False)
-                    per_task = self._by_task.get(task_key)
-                    if per_task is not None:
-                        per_task.pop(vector_bytes, None)
-                        if not per_task:
-                            del self._by_task[task_key]
-            by_bytes = dict(zip(missing, solved))
+            try:
+                solved = self._solve_or_load(task, list(missing))
+                by_bytes.update(zip(missing, solved))
+                with self._lock:
+                    self._remember(task, by_bytes)
+                    for vector_bytes, plan in by_bytes.items():
+                        mine[vector_bytes].plan = plan
+            finally:
+                with self._lock:
+                    for vector_bytes in missing:
+                        self._in_flight.pop((task.key, vector_bytes), None)
+                for flight in mine.values():
+                    flight.done.set()
+        for vector_bytes, flight in awaited.items():
+            flight.done.wait()
+            if flight.plan is None:
+                # Its search failed there (a timeout, a stop): search it here, which
+                # raises the error to this caller as well.
+                by_bytes[vector_bytes] = self.plan_many(
+                    task, [np.frombuffer(vector_bytes, dtype=bool)])[0]
+            else:
+                by_bytes[vector_bytes] = flight.plan
+                with self._lock:
+                    self.in_flight_hits += 1
+        if by_bytes:
             results = [r if r is not None else by_bytes[k[1]] for r, k in zip(results, keys)]
         plans = [plan for plan in results if plan is not None]
         return [plan if plan.task_id == task.task_id else replace(plan, task_id=task.task_id)
                 for plan in plans]
+
+    def _remember(self, task: Task, plans: dict[bytes, JointPlan]) -> None:
+        """Cache ``plans`` of ``task`` (under the lock), dropping the oldest beyond the
+        cache's size."""
+        if self._cache_size > 0:
+            known = self._by_task.setdefault(task.key, {})
+            for vector_bytes, plan in plans.items():
+                self._cache[(task.key, vector_bytes)] = plan
+                known[vector_bytes] = plan
+        while len(self._cache) > self._cache_size:
+            (task_key, vector_bytes), _ = self._cache.popitem(last=False)
+            per_task = self._by_task.get(task_key)
+            if per_task is not None:
+                per_task.pop(vector_bytes, None)
+                if not per_task:
+                    del self._by_task[task_key]
 
     def use_store(self, store: PlanStore | None, scope: str) -> None:
         """Keep plans in ``store`` under ``scope`` (what else determines them: the domain's
