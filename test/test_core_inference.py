@@ -471,6 +471,39 @@ def test_task_choice_prefers_a_task_that_splits_the_hypotheses(model, planner, e
     assert same.index == 0 and max(same.information) == 0.0
 
 
+def test_a_candidate_whose_search_times_out_is_left_out_of_the_choice(model, planner,
+                                                                    evaluator):
+    """A slow candidate must not end the session: the others are ranked without it."""
+    from cecm_ros.core.errors import PlannerTimeoutError
+
+    tasks = TaskGenerator(model, 12).tasks(4)
+    truth = model.catalog.resolve(PARTNER)
+    lacking = truth.copy()
+    lacking[model.catalog.index('place_bedroom')] = False
+    vectors, weights = np.array([truth, lacking]), np.array([0.5, 0.5])
+    full = choose_task(tasks, vectors, weights, evaluator, 0.24)
+
+    class Slow:
+        distance = evaluator.distance
+
+        def __init__(self, slow):
+            self.slow = slow
+
+        def predicted_trajectories(self, task, samples):
+            if task.task_id in self.slow:
+                raise PlannerTimeoutError(f'{task.task_id}: no plan within 0.001 s')
+            return evaluator.predicted_trajectories(task, samples)
+
+    best = tasks[full.index].task_id
+    choice = choose_task(tasks, vectors, weights, Slow({best}), 0.24)
+    assert choice.skipped == [full.index] and choice.index != full.index
+    assert np.isnan(choice.information[full.index])
+    others = [g for i, g in enumerate(full.information) if i != full.index]
+    assert choice.information[choice.index] == max(others)
+    with pytest.raises(PlannerTimeoutError, match='every one of the 4 candidate tasks'):
+        choose_task(tasks, vectors, weights, Slow({t.task_id for t in tasks}), 0.24)
+
+
 def test_diverse_sets_depend_only_on_the_task_and_the_hypothesis(model):
     task = TaskGenerator(model, 9).next_task()
     samples = np.random.default_rng(3).random((12, len(model.catalog))) < 0.7

@@ -251,6 +251,10 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             choice = choose_task(candidates, *estimator.hypotheses(), evaluator,
                                  settings.estimator.epsilon)
             task = sequence.take(choice.index)
+            if choice.skipped and report is not None:
+                report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '
+                       f'{len(choice.skipped)} of '
+                       f'{len(candidates)} candidates left out (a search timed out)')
             chosen, chosen_calls = time.perf_counter(), planner.calls
             information = choice.information[choice.index] if choice.information else 0.0
             human = SimulatedHuman(partner_planner or planner, truth,

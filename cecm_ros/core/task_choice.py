@@ -15,9 +15,11 @@ this works for any domain.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from .errors import PlannerTimeoutError
 
 Distance = Callable[[Sequence, Sequence], float]
 
@@ -28,7 +30,11 @@ MOST_HYPOTHESES = 64
 @dataclass(frozen=True)
 class TaskChoice:
     index: int                  # of the chosen candidate
-    information: list[float]    # expected information gain per candidate, bits ([] for one)
+    information: list[float]    # expected information gain per candidate, bits ([] for one;
+    #                             NaN for a candidate left out)
+    # Candidates left out because a search of theirs timed out (a slow task must not end
+    # the session: another candidate is as good a lesson).
+    skipped: list[int] = field(default_factory=list)
 
 
 def outcome_entropy(trajectories: Sequence[Sequence], weights: np.ndarray,
@@ -62,7 +68,11 @@ def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndar
     weights = weights / weights.sum()
     gains = []
     for task in candidates:
-        predicted = evaluator.predicted_trajectories(task, vectors)
+        try:
+            predicted = evaluator.predicted_trajectories(task, vectors)
+        except PlannerTimeoutError:
+            gains.append(float('nan'))     # left out (choose_task says so)
+            continue
         gains.append(outcome_entropy(predicted, weights, epsilon, evaluator.distance))
     return gains
 
@@ -75,4 +85,8 @@ def choose_task(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, 
     if len(candidates) == 1:
         return TaskChoice(0, [])   # nothing to choose: nothing to compute
     gains = information_gain(candidates, vectors, weights, evaluator, epsilon)
-    return TaskChoice(int(np.argmax(gains)), gains)
+    skipped = [i for i, gain in enumerate(gains) if np.isnan(gain)]
+    if len(skipped) == len(candidates):
+        raise PlannerTimeoutError(f'every one of the {len(candidates)} candidate tasks has '
+                                  'a search that timed out; none can be ranked')
+    return TaskChoice(int(np.nanargmax(gains)), gains, skipped)

@@ -452,6 +452,9 @@ class CapabilityEstimator(CecmNode):
         bits = response.information[choice.index]
         response.message = (f'{candidates[choice.index].task_id} is the most informative of '
                             f'{len(candidates)} candidates ({bits:.2f} bits)')
+        if choice.skipped:
+            response.message += (f'; {len(choice.skipped)} left out (a search timed out): '
+                                 + ', '.join(candidates[i].task_id for i in choice.skipped))
         self.get_logger().info(f'rank_tasks: {response.message}')
         return response
 
