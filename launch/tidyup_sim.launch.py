@@ -63,6 +63,8 @@ ARGUMENTS = {
     'inference': ('', "CE-CM's inference: posterior (every hypothesis explains every task), "
                       "paper (Algorithm 1 as published) or sequential; '' = params_file "
                       '(posterior)'),
+    'likelihood': ('', "How the posterior weighs a task: stepwise, usage, kernel or "
+                       "indicator (docs/design.md); '' = params_file (the domain's)"),
     'proposal': ('', "abc inference draws samples from the 'prior' or the current 'belief'; "
                      "'' = params_file (the inference preset's)"),
     'window': ('', "Keep this many recent tasks as evidence, 0 = all, -1 = the inference "
@@ -124,6 +126,7 @@ def _overrides(context) -> dict[str, dict]:
         'samples': (int, ['capability_estimator']),
         'method': (str, ['capability_estimator']),
         'inference': (str, ['capability_estimator']),
+        'likelihood': (str, ['capability_estimator']),
         'proposal': (str, ['capability_estimator']),
         'window': (int, ['capability_estimator']),
         'task_choice': (str, ['task_manager']),

@@ -203,7 +203,9 @@ class CapabilityEstimator(CecmNode):
             f'{self.method}{variant} belief about {self.partner_id!r} ({origin}, '
             f'{belief.tasks_seen} tasks seen): N={belief.settings.samples}, '
             f'prior={belief.settings.prior:g}, epsilon={belief.settings.epsilon:g}, '
-            f'seed={belief.seed}')
+            f'seed={belief.seed}' + (f', likelihood {belief.settings.likelihood} (lapse '
+                                     f'{belief.settings.likelihood_form().lapse:g})'
+                                     if belief.settings.weighted else ''))
 
     def teardown(self) -> None:
         store, self.store = self.store, None
