@@ -239,7 +239,7 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	@touch $@
 	@echo "[cecm] build ready: $(VENV)/bin/cecm, Python package cecm_ros in $(SITE)"
 
-$(TEST_MSGS_STAMP): $(DEPS_STAMP)
+$(TEST_MSGS_STAMP): $(BUILD_STAMP)
 	@echo "[cecm] building the test-only robot action types ($(TEST_MSGS)) into $(VENV)"
 	@$(ROS_ENV) PATH="$(VBIN):$$PATH" VIRTUAL_ENV="$(VENV_ABS)" \
 	  CMAKE_PREFIX_PATH="$(VENV_ABS)" \

@@ -96,7 +96,7 @@ ARGUMENTS = {
     'web_host': ('', "Address the panel listens on; '' = params_file (127.0.0.1)"),
     'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
     'web_token': ('', "Access token the panel requires; '' = params_file (there '': a "
-                      'random one per launch, printed in the URL the panel logs)'),
+                      'random one per start of the panel, printed in the URL it logs)'),
     'web_allow_without_token': ('', "true: serve the panel without any token (development "
                                     "only; it warns); '' = params_file (false)"),
     'log_level': ('info', 'Log level of every node'),

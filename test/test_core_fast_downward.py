@@ -109,6 +109,12 @@ def test_rebasing_rewrites_the_start_or_refuses_what_the_translation_left_out():
     # means facts the translator pruned may be reachable now.
     assert task.rebased(frozenset({'(b)'}), frozenset()) is None
     assert task.rebased(frozenset({'(b)'}), frozenset({'(b)'})) is not None
+    # Two facts of one of the translator's mutex groups at once: no start it is for.
+    grouped = TranslatedTask.parse(SAS.replace('end_variable\n0\nbegin_state',
+                                               'end_variable\n1\nbegin_mutex_group\n2\n'
+                                               '0 0\n0 1\nend_mutex_group\nbegin_state'))
+    assert grouped.mutex_groups() == [[(0, 0), (0, 1)]]
+    assert grouped.rebased(frozenset({'(a)'}), frozenset()) is not None
 
 
 @pytest.mark.parametrize('seed', range(2))

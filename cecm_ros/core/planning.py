@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .domain import Domain, JointPlan, Planner, PlannerGuarantees, Task
-from .errors import CecmError
+from .errors import CecmError, PlanningError
 from .plan_store import (
     PlanStore,
     PlanStoreUnavailableError,
@@ -39,6 +39,7 @@ class _InFlight:
 
     done: threading.Event = field(default_factory=threading.Event)
     plan: JointPlan | None = None
+    error: PlanningError | None = None     # the search's own failure (a timeout)
 
 
 class CachingPlanner(Planner):
@@ -80,10 +81,13 @@ class CachingPlanner(Planner):
         awaited: dict[bytes, _InFlight] = {}         # searched by another thread
         mine: dict[bytes, _InFlight] = {}
         keys = []
+        # Checked before any search is registered as under way (a bad vector must not
+        # leave a registration nobody completes).
+        checked = [domain.catalog.check_vector(vector) | domain.inert_mask
+                   for vector in vectors]
         with self._lock:
-            for vector in vectors:
+            for effective in checked:
                 # Inert capabilities cannot change any plan: they share one cache entry.
-                effective = domain.catalog.check_vector(vector) | domain.inert_mask
                 key = (task.key, effective.tobytes())
                 keys.append(key)
                 cached = self._cache.get(key)
@@ -107,6 +111,10 @@ class CachingPlanner(Planner):
                     self._remember(task, by_bytes)
                     for vector_bytes, plan in by_bytes.items():
                         mine[vector_bytes].plan = plan
+            except PlanningError as error:
+                for flight in mine.values():
+                    flight.error = error     # the waiters get the same answer
+                raise
             finally:
                 with self._lock:
                     for vector_bytes in missing:
@@ -115,9 +123,11 @@ class CachingPlanner(Planner):
                     flight.done.set()
         for vector_bytes, flight in awaited.items():
             flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
             if flight.plan is None:
-                # Its search failed there (a timeout, a stop): search it here, which
-                # raises the error to this caller as well.
+                # That search was cut short otherwise (a stop, a batch that failed on
+                # another vector): search it here.
                 by_bytes[vector_bytes] = self.plan_many(
                     task, [np.frombuffer(vector_bytes, dtype=bool)])[0]
             else:

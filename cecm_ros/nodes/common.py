@@ -151,6 +151,14 @@ class PeerUnavailableError(RuntimeError):
     """A service or action server is missing, or vanished while it should answer."""
 
 
+class AnswerTimeoutError(PeerUnavailableError):
+    """A peer that is there gave no answer in the time allowed."""
+
+
+class ResultTimeoutError(AnswerTimeoutError):
+    """An accepted action goal had no result in its time (it was canceled then)."""
+
+
 class GoalRejectedError(RuntimeError):
     """An action server rejected a goal (e.g. it is busy with another)."""
 
@@ -554,17 +562,25 @@ class CecmNode(LifecycleNode):
         server is missing, rejects the goal, vanishes or gives no result in time, and
         WaitInterruptedError when ``interrupt()`` holds (the goal is canceled then too).
         """
-        if not self._wait_ready(client.server_is_ready, wait_s):
+        def stop_asked() -> bool:
+            return bool(interrupt and interrupt())
+
+        if not self._wait_ready(lambda: client.server_is_ready() or stop_asked(), wait_s):
             raise PeerUnavailableError(f'{what}: action server {name} is not available '
                                        f'(waited {wait_s:g} s)')
+        if stop_asked():
+            raise WaitInterruptedError(f'{what}: interrupted before the goal was sent')
         for attempt in range(GOAL_REQUEST_ATTEMPTS):
             goal_future = client.send_goal_async(goal, feedback_callback=feedback)
             try:
                 self._wait_answer(goal_future, GOAL_ANSWER_S, client.server_is_ready,
                                   f'{what}: {name} (goal request)', interrupt)
                 break
-            except PeerUnavailableError:
-                if attempt == GOAL_REQUEST_ATTEMPTS - 1:
+            except BaseException as error:
+                # Should the server accept the goal after all, it must not run unwatched.
+                goal_future.add_done_callback(_cancel_if_accepted)
+                if not isinstance(error, PeerUnavailableError) \
+                        or attempt == GOAL_REQUEST_ATTEMPTS - 1:
                     raise
                 self.get_logger().info(f'{what}: {name} did not answer the goal request; '
                                        'sending it again')
@@ -575,8 +591,13 @@ class CecmNode(LifecycleNode):
         try:
             self._wait_answer(result_future, timeout_s, client.server_is_ready,
                               f'{what}: {name}', interrupt)
-        except BaseException:
-            handle.cancel_goal_async()
+        except BaseException as error:
+            # Cancel, and give the request a moment to leave: the process may be ending.
+            sent = threading.Event()
+            handle.cancel_goal_async().add_done_callback(lambda _: sent.set())
+            sent.wait(CANCEL_WAIT_S)
+            if isinstance(error, AnswerTimeoutError):
+                raise ResultTimeoutError(str(error)) from None
             raise
         response = result_future.result()
         return response.status, response.result
@@ -594,7 +615,7 @@ class CecmNode(LifecycleNode):
                 raise WaitInterruptedError(f'{what}: interrupted')
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                raise PeerUnavailableError(f'{what} gave no answer within {timeout_s:g} s')
+                raise AnswerTimeoutError(f'{what} gave no answer within {timeout_s:g} s')
             if ready():
                 gone_since = None
             elif gone_since is None:
@@ -785,10 +806,11 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
         node = node_factory()
         executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
-        while not node.finished.done():
+        context = rclpy.utilities.get_default_context()
+        while not node.finished.done() and context.ok():
             # In slices: a signal's handler runs only once the wait for work returns,
             # and an idle node may have nothing to wake it.
-            executor.spin_until_future_complete(node.finished, timeout_sec=SPIN_SLICE_S)
+            executor.spin_once(timeout_sec=SPIN_SLICE_S)
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -799,6 +821,8 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
             print(f'cannot start node: {error}')
         code = 1
     finally:
+        # A signal now must not interrupt the clean-up (the exit watchdog bounds it).
+        _ignore_signals()
         # Whatever ended the spin, the process ends within EXIT_GRACE_S: a clean-up step
         # that blocks (seen in CI once per few hundred process exits) must not keep it.
         _exit_if_stuck(code)
@@ -808,7 +832,7 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
             # Callbacks see the stop and return; do not wait for one that does not (a
             # long computation would hold the process past launch's SIGINT-to-SIGTERM
             # escalation).
-            executor.shutdown(timeout_sec=STOP_WAIT_S, wait_for_threads=False)
+            executor.shutdown(timeout_sec=0, wait_for_threads=False)
             _wait_for_callbacks(executor, STOP_WAIT_S)
         if node is not None:
             node.close()
@@ -833,11 +857,21 @@ def _interrupt_on_signals() -> None:
     """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread (once: a second
     signal while stopping is ignored, and the exit watchdog bounds the stop)."""
     def interrupted(signum, frame) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _ignore_signals()
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, interrupted)
     signal.signal(signal.SIGTERM, interrupted)
+
+
+def _ignore_signals() -> None:
+    """Further SIGINT/SIGTERM do nothing here. A handler, not SIG_IGN, which processes
+    started from now on (a planner's search) would inherit."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _no_op)
+
+
+def _no_op(signum, frame) -> None:
+    pass
 
 
 def _wait_for_callbacks(executor, timeout_s: float) -> None:
@@ -891,6 +925,19 @@ def leave(code: int) -> int:
     logging.shutdown()
     os._exit(code)
     return code  # not reached
+
+
+# How long a cancel of an action goal waits for the server's answer.
+CANCEL_WAIT_S = 2.0
+
+
+def _cancel_if_accepted(future: Future) -> None:
+    try:
+        handle = future.result()
+        if handle is not None and handle.accepted:
+            handle.cancel_goal_async()
+    except Exception:  # noqa: BLE001 - the client may be gone (shutdown)
+        pass
 
 
 def finish_goal(transition) -> None:

@@ -24,6 +24,7 @@ from cecm_ros.nodes.common import (
     CecmNode,
     GoalRejectedError,
     PeerUnavailableError,
+    ResultTimeoutError,
     SafeActionClient,
     StopRequestedError,
     WaitInterruptedError,
@@ -129,30 +130,39 @@ class SkillBridge(CecmNode):
             self.get_logger().warning(f'{label}: refused: {error}')
             return _finish(goal_handle, 'abort', str(error))
 
-        def cancelled() -> bool:
+        def cancel_asked() -> bool:
             with self._cancel_lock:
-                return uuid in self._cancels or not self.active
+                return uuid in self._cancels
+
+        def interrupted() -> bool:     # a cancel, or the bridge being deactivated
+            return cancel_asked() or not self.active
 
         def feedback(message) -> None:
-            goal_handle.publish_feedback(ExecuteSkill.Feedback(
-                status=self._status(entry, message.feedback, variables, tables)))
+            try:
+                goal_handle.publish_feedback(ExecuteSkill.Feedback(
+                    status=self._status(entry, message.feedback, variables, tables)))
+            except Exception as error:  # noqa: BLE001 - progress is not worth a failure
+                self.get_logger().debug(f'{label}: feedback not relayed: {error!r}')
 
         timeout = entry.timeout_s or self.param('default_timeout_s')
         self.get_logger().info(f'{label}: {entry.server} ({entry.type_name})')
         try:
             status, result = self.send_action_goal(
                 self.skill_clients[kind], entry.server, goal, label, self.param('server_wait_s'),
-                timeout, feedback=feedback, interrupt=cancelled)
+                timeout, feedback=feedback, interrupt=interrupted)
         except WaitInterruptedError:
+            if not cancel_asked():
+                return self._failed(goal_handle, label, 'skill_bridge was deactivated; the '
+                                    f'goal of {entry.server} was canceled')
             self.get_logger().info(f'{label}: canceled; canceled the goal of {entry.server}')
             return _finish(goal_handle, 'canceled', f'canceled ({entry.server} canceled)')
         except GoalRejectedError:
             return self._failed(goal_handle, label, f'{entry.server} rejected the goal')
+        except ResultTimeoutError:
+            return self._failed(goal_handle, label, f'{entry.server} timed out after '
+                                f'{timeout:g} s (its goal was canceled)')
         except PeerUnavailableError as error:
-            text = str(error)
-            if 'within' in text:
-                text = f'{entry.server} timed out after {timeout:g} s (its goal was canceled)'
-            return self._failed(goal_handle, label, text)
+            return self._failed(goal_handle, label, str(error))
         if status != GoalStatus.STATUS_SUCCEEDED:
             return self._failed(goal_handle, label, f'{entry.server} ended '
                                 f'{STATUS_NAMES.get(status, status)}: {summary(result)}')

@@ -3,8 +3,9 @@
 A skill mapping file (YAML) says, per skill kind, which action server runs it, of which
 type, and how its goal is filled from the ground action's arguments; tables hold what
 the plan does not (a pose per room, a surface per place). docs/robot.md gives the
-format with a Nav2 example. Everything is checked when the file is read, so a typo
-shows at configuration, naming the entry, not in the middle of a task.
+format with a Nav2 example. The file's structure, types, fields and references are
+checked when it is read, so a typo shows at configuration, naming the entry, not in
+the middle of a task; what an action's arguments look up is checked per action.
 
 No rclpy here: action types are loaded by name with importlib, and goals are filled by
 attribute, so the mapping is tested without a graph.
@@ -22,10 +23,10 @@ import yaml
 
 from cecm_ros.core.errors import ConfigError
 
-# ${?to}, ${rooms[?to]}, ${rooms[?to].x}, ${result.error_code}, ${feedback.distance}
+# ${?to}, ${rooms[?to]}, ${rooms[?to].x}, ${feedback.distance_remaining}
 REFERENCE = re.compile(r'\$\{([^}]*)\}')
 LOOKUP = re.compile(r'^(?:\?(?P<var>[\w-]+)|(?P<table>[A-Za-z_]\w*)\[\?(?P<key>[\w-]+)\]'
-                    r'|(?P<source>result|feedback))(?P<path>(?:\.\w+)*)$')
+                    r'|(?P<source>feedback))(?P<path>(?:\.\w+)*)$')
 TYPE_NAME = re.compile(r'^(?P<package>\w+)/action/(?P<name>\w+)$')
 FILE_KEYS = {'tables', 'skills'}
 SKILL_KEYS = {'match', 'action', 'server', 'goal', 'succeed_if', 'timeout_s', 'feedback'}
@@ -282,7 +283,9 @@ def _assign(message: Any, dotted: str, value: Any, where: str) -> None:
         fits = number and float(value).is_integer()
         value = int(value) if fits else value
     elif isinstance(current, str):
-        fits, value = not isinstance(value, (dict, list)), str(value)
+        # (YAML's no/null would otherwise become 'False'/'None' without a word)
+        fits = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+        value = str(value) if fits else value
     else:
         fits = type(value) is type(current)
     if not fits:

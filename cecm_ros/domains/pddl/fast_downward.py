@@ -82,16 +82,28 @@ class TranslatedTask:
                 index += 1
         return found
 
+    def mutex_groups(self) -> list[list[tuple[int, int]]]:
+        """The translator's mutex groups: (variable, value) facts of which at most one
+        holds in any state reachable from the start it was made from."""
+        groups: list[list[tuple[int, int]]] = []
+        lines = self.head.splitlines()
+        for index, line in enumerate(lines):
+            if line == 'begin_mutex_group':
+                count = int(lines[index + 1])
+                groups.append([(int(a), int(b)) for a, b in
+                               (lines[index + 2 + k].split() for k in range(count))])
+        return groups
+
     def rebased(self, atoms: frozenset[str], origin: frozenset[str]) -> TranslatedTask | None:
         """This task from another start: the state of ``atoms`` (PDDL texts such as
         ``(at robot kitchen)``), where this translation was made from ``origin``.
 
         Sound when every fact the translation left out (static, unreachable or
-        irrelevant to the goal) has the same value in both starts, and the variables
-        take exactly one value each in the new one: then every fact reachable from the
-        new start was reachable from the old, so the operators are the ones a new
-        translation would keep (or more, which leaves the optimum alone). Else None:
-        translate afresh.
+        irrelevant to the goal) has the same value in both starts, the variables take
+        exactly one value each in the new one and it breaks none of the translator's
+        mutex groups: then every fact reachable from the new start was reachable from
+        the old, so the operators are the ones a new translation would keep (or more,
+        which leaves the optimum alone). Else None: translate afresh.
         """
         if self.unsolvable:
             return None
@@ -126,6 +138,11 @@ class TranslatedTask:
             values.append(chosen[0])
         if atoms - described != origin - described:
             return None
+        # The translator pruned operators that break a mutex group, found from the old
+        # start: a new start that breaks one is no start this translation is for.
+        for group in self.mutex_groups():
+            if sum(values[variable] == value for variable, value in group) > 1:
+                return None
         state = ''.join(f'{value}\n' for value in values)
         return replace(self, head=self.head[:old_start] + state + self.head[old_end:])
 

@@ -401,12 +401,12 @@ class FastDownwardPlanner(CachingPlanner):
             # instead of a translator run per state.
             try:
                 root, gates = self._translation(replace(origin, origin=None))
-            except ConfigError:
-                root = None     # an origin that is no task of this model: no help
+            except (ConfigError, PlanningError):
+                root = None     # an origin this planner cannot translate: no help
             rebased = root.rebased(task.initial, origin.initial) if root else None
             if rebased is not None:
-                self.rebased_translations += 1
                 with self._lock:
+                    self.rebased_translations += 1
                     self._translations[task.key] = (rebased, gates)
                     if len(self._translations) > 256:
                         self._translations.popitem(last=False)
@@ -417,7 +417,8 @@ class FastDownwardPlanner(CachingPlanner):
         translated = self._search.translate(self.model.domain_text,
                                             self.model.problem_text(task),
                                             f'task {task.task_id}')
-        self.fresh_translations += 1
+        with self._lock:
+            self.fresh_translations += 1
         gates = np.full(len(translated.operator_names), -1, dtype=np.int64)
         for index, name in enumerate(translated.operator_names):
             try:
