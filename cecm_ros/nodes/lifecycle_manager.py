@@ -71,6 +71,8 @@ COMMANDS = {ManageNodes.Request.STARTUP: 'startup', ManageNodes.Request.PAUSE: '
             ManageNodes.Request.RESUME: 'resume', ManageNodes.Request.RESET: 'reset',
             ManageNodes.Request.SHUTDOWN: 'shutdown'}
 MAX_RETRY_DELAY_S = 30.0
+# A get_state request unanswered this long is sent again (its answer may be lost).
+STATE_ATTEMPT_S = 1.0
 
 
 @dataclass
@@ -201,10 +203,19 @@ class LifecycleManager(Node):
                 event.set()
 
     def state_of(self, name: str, timeout_s: float, interruptible: bool = True) -> int | None:
-        if not self.get[name].service_is_ready():
-            return None
-        response = self._call(self.get[name], GetState.Request(), timeout_s, interruptible)
-        return None if response is None else response.current_state.id
+        """The node's state, asked again every STATE_ATTEMPT_S within ``timeout_s``: the
+        first answer of a node that has not yet discovered this node's reply reader is
+        lost (DDS), and one lost answer must not cost the whole timeout."""
+        deadline = time.monotonic() + timeout_s
+        while self.get[name].service_is_ready():
+            left = deadline - time.monotonic()
+            response = self._call(self.get[name], GetState.Request(),
+                                  min(STATE_ATTEMPT_S, max(left, 0.0)), interruptible)
+            if response is not None:
+                return response.current_state.id
+            if deadline - time.monotonic() <= 0 or (interruptible and self.stop.is_set()):
+                return None
+        return None
 
     def transition(self, name: str, transition: int, timeout_s: float,
                    interruptible: bool = True, may_be_gone: bool = False) -> bool:
