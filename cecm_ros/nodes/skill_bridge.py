@@ -36,6 +36,7 @@ from cecm_ros.nodes.skill_mapping import (
     SkillMapping,
     bind,
     build_goal,
+    load_mapping,
     resolve,
     succeeded,
     summary,
@@ -67,8 +68,6 @@ class SkillBridge(CecmNode):
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
-        from cecm_ros.nodes.skill_mapping import load_mapping
-
         path = self.param('mapping_file')
         if not path:
             raise ConfigError('mapping_file is empty: give the skill mapping file '

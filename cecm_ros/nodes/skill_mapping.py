@@ -53,7 +53,6 @@ class SkillMap:
 
     skills: dict[str, SkillMapping]
     tables: dict[str, dict]
-    path: str
 
 
 def load_action_type(name: str, where: str = 'action') -> Any:
@@ -117,7 +116,7 @@ def load_mapping(path: str | Path) -> SkillMap:
         if not isinstance(goal, dict):
             raise ConfigError(f'{where}: goal maps goal fields (a.b.c) to values')
         for name, value in goal.items():
-            _check_value(value, variables, tables, f'{where}: goal.{name}', ('var', 'table'))
+            _check_value(value, variables, tables, f'{where}: goal.{name}')
             _check_field(action_type.Goal(), str(name), f'{where}: goal')
         succeed_if = entry.get('succeed_if') or {}
         if not isinstance(succeed_if, dict):
@@ -129,13 +128,12 @@ def load_mapping(path: str | Path) -> SkillMap:
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ConfigError(f'{where}: timeout_s must be a positive number of seconds')
         template = str(entry.get('feedback') or '')
-        _check_value(template, variables, tables, f'{where}: feedback',
-                     ('var', 'table', 'feedback'))
+        _check_value(template, variables, tables, f'{where}: feedback', feedback=True)
         mappings[str(kind)] = SkillMapping(
             str(kind), pattern, action_type, str(entry['action']), str(entry['server']),
             {str(k): v for k, v in goal.items()}, {str(k): v for k, v in succeed_if.items()},
             float(timeout) if timeout is not None else None, template)
-    return SkillMap(mappings, tables, str(path))
+    return SkillMap(mappings, tables)
 
 
 def bind(mapping: SkillMapping, action: str) -> dict[str, str]:
@@ -199,7 +197,7 @@ def _known(entry: dict, keys: set[str], where: str) -> None:
 
 
 def _check_value(value: Any, variables: set[str], tables: dict, where: str,
-                 allowed: tuple[str, ...]) -> None:
+                 feedback: bool = False) -> None:
     if not isinstance(value, str):
         return
     for reference in REFERENCE.findall(value):
@@ -215,7 +213,7 @@ def _check_value(value: Any, variables: set[str], tables: dict, where: str,
                                   f'{", ".join(sorted(tables)) or "none"})')
             if match['key'] not in variables:
                 raise ConfigError(f'{where}: ?{match["key"]} is not in the match pattern')
-        if match['source'] and match['source'] not in allowed:
+        if match['source'] and not feedback:
             raise ConfigError(f'{where}: ${{{reference}}}: {match["source"]} is not known '
                               'here')
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from cecm_ros.core.errors import PlannerTimeoutError, PlanningError
@@ -63,28 +64,35 @@ class TranslatedTask:
     tail: str                      # the axiom section
     unsolvable: bool = False       # the translator proved the goal unreachable
 
-    def _state_span(self) -> tuple[int, int]:
-        """Where the initial state's values lie in ``head`` (character offsets)."""
-        start = self.head.index('begin_state\n') + len('begin_state\n')
-        return start, self.head.index('end_state\n', start)
-
-    def variables(self) -> list[tuple[int, tuple[str, ...]]]:
-        """Per SAS variable, its axiom layer and its values as written."""
-        found: list[tuple[int, tuple[str, ...]]] = []
+    @cached_property
+    def _variables(self) -> tuple[list[tuple[int, list[tuple[str, str]]]], frozenset[str]]:
+        """Per SAS variable, its axiom layer and its values as (kind, PDDL fact), kind
+        'atom', 'negated' or 'none' (<none of those>); and every fact they describe.
+        Parsed once per translation: a rebased start reads them per re-plan."""
+        found: list[tuple[int, list[tuple[str, str]]]] = []
         lines = self.head.splitlines()
         index = 0
         while index < len(lines):
             if lines[index] == 'begin_variable':
                 layer, count = int(lines[index + 2]), int(lines[index + 3])
-                found.append((layer, tuple(lines[index + 4:index + 4 + count])))
+                values = []
+                for name in lines[index + 4:index + 4 + count]:
+                    if name.startswith('Atom '):
+                        values.append(('atom', _pddl_atom(name[5:])))
+                    elif name.startswith('NegatedAtom '):
+                        values.append(('negated', _pddl_atom(name[12:])))
+                    else:
+                        values.append(('none', ''))
+                found.append((layer, values))
                 index += 4 + count
             else:
                 index += 1
-        return found
+        described = frozenset(fact for _, values in found for kind, fact in values
+                              if kind != 'none')
+        return found, described
 
-    def mutex_groups(self) -> list[list[tuple[int, int]]]:
-        """The translator's mutex groups: (variable, value) facts of which at most one
-        holds in any state reachable from the start it was made from."""
+    @cached_property
+    def _mutex_groups(self) -> list[list[tuple[int, int]]]:
         groups: list[list[tuple[int, int]]] = []
         lines = self.head.splitlines()
         for index, line in enumerate(lines):
@@ -93,6 +101,11 @@ class TranslatedTask:
                 groups.append([(int(a), int(b)) for a, b in
                                (lines[index + 2 + k].split() for k in range(count))])
         return groups
+
+    def mutex_groups(self) -> list[list[tuple[int, int]]]:
+        """The translator's mutex groups: (variable, value) facts of which at most one
+        holds in any state reachable from the start it was made from."""
+        return self._mutex_groups
 
     def rebased(self, atoms: frozenset[str], origin: frozenset[str]) -> TranslatedTask | None:
         """This task from another start: the state of ``atoms`` (PDDL texts such as
@@ -107,44 +120,32 @@ class TranslatedTask:
         """
         if self.unsolvable:
             return None
-        variables = self.variables()
-        described: set[str] = set()
+        variables, described = self._variables
+        if atoms - described != origin - described:
+            return None
+        start = self.head.index('begin_state\n') + len('begin_state\n')
+        end = self.head.index('end_state\n', start)
         values: list[int] = []
-        old_start, old_end = self._state_span()
-        old_values = self.head[old_start:old_end].split()
-        for (layer, names), old in zip(variables, old_values, strict=True):
+        for (layer, options), old in zip(variables, self.head[start:end].split(),
+                                         strict=True):
             if layer >= 0:                 # a derived variable starts at its default
                 values.append(int(old))
                 continue
-            chosen = []
-            none_of_those = None
-            for value, name in enumerate(names):
-                if name.startswith('Atom '):
-                    fact = _pddl_atom(name[5:])
-                    described.add(fact)
-                    if fact in atoms:
-                        chosen.append(value)
-                elif name.startswith('NegatedAtom '):
-                    fact = _pddl_atom(name[12:])
-                    described.add(fact)
-                    if fact not in atoms:
-                        chosen.append(value)
-                else:
-                    none_of_those = value
-            if not chosen and none_of_those is not None:
-                chosen.append(none_of_those)
-            if len(chosen) != 1:
+            holds = [value for value, (kind, fact) in enumerate(options)
+                     if (kind == 'atom' and fact in atoms)
+                     or (kind == 'negated' and fact not in atoms)]
+            if not holds:
+                holds = [value for value, (kind, _) in enumerate(options) if kind == 'none']
+            if len(holds) != 1:
                 return None
-            values.append(chosen[0])
-        if atoms - described != origin - described:
-            return None
+            values.append(holds[0])
         # The translator pruned operators that break a mutex group, found from the old
         # start: a new start that breaks one is no start this translation is for.
-        for group in self.mutex_groups():
+        for group in self._mutex_groups:
             if sum(values[variable] == value for variable, value in group) > 1:
                 return None
         state = ''.join(f'{value}\n' for value in values)
-        return replace(self, head=self.head[:old_start] + state + self.head[old_end:])
+        return replace(self, head=self.head[:start] + state + self.head[end:])
 
     @classmethod
     def parse(cls, text: str) -> TranslatedTask:

@@ -392,25 +392,36 @@ class FastDownwardPlanner(CachingPlanner):
                 return known
         self.model.validate_task(task)
         assert self._search is not None
+        entry = self._rebased_translation(task)
+        if entry is None:
+            entry = self._fresh_translation(task)
+        with self._lock:
+            self._translations[task.key] = entry
+            if len(self._translations) > 256:
+                self._translations.popitem(last=False)
+        return entry
+
+    def _rebased_translation(self, task: Task) -> tuple[TranslatedTask, np.ndarray] | None:
+        """A state on the way to the same goal (a re-plan): its origin's translation with
+        the start replaced, where that is sound (TranslatedTask.rebased), instead of a
+        translator run per state; None otherwise."""
         origin = task.origin
-        rebased = None
-        if origin is not None and origin.initial and origin.goal == task.goal \
-                and origin.key != task.key:
-            # A state on the way to the same goal (a re-plan): the origin's translation
-            # with the start replaced, where that is sound (TranslatedTask.rebased),
-            # instead of a translator run per state.
-            try:
-                root, gates = self._translation(replace(origin, origin=None))
-            except (ConfigError, PlanningError):
-                root = None     # an origin this planner cannot translate: no help
-            rebased = root.rebased(task.initial, origin.initial) if root else None
-            if rebased is not None:
-                with self._lock:
-                    self.rebased_translations += 1
-                    self._translations[task.key] = (rebased, gates)
-                    if len(self._translations) > 256:
-                        self._translations.popitem(last=False)
-                return rebased, gates
+        if origin is None or not origin.initial or origin.goal != task.goal \
+                or origin.key == task.key:
+            return None
+        try:
+            root, gates = self._translation(replace(origin, origin=None))
+        except (ConfigError, PlanningError):
+            return None     # an origin this planner cannot translate: no help
+        rebased = root.rebased(task.initial, origin.initial)
+        if rebased is None:
+            return None
+        with self._lock:
+            self.rebased_translations += 1
+        return rebased, gates
+
+    def _fresh_translation(self, task: Task) -> tuple[TranslatedTask, np.ndarray]:
+        assert self._search is not None
         # The model's own PDDL text: parsing it into unified-planning and writing it back
         # costs more than the translation, and with the planner's tie-breaking the
         # encoding does not decide which optimal plan is found.
@@ -428,10 +439,6 @@ class FastDownwardPlanner(CachingPlanner):
                                     f'operator this model does not know: {name}') from error
             if action.agent == HUMAN and action.gate is not None:
                 gates[index] = action.gate
-        with self._lock:
-            self._translations[task.key] = (translated, gates)
-            if len(self._translations) > 256:
-                self._translations.popitem(last=False)
         return translated, gates
 
     def _solve_in_workers(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
