@@ -105,8 +105,9 @@ class Bridge:
 
     def send(self, kind: str, action: str, cancel_after: str = ''):
         """(status, result, feedback statuses); with ``cancel_after``, the skill is
-        canceled once the robot logged that event."""
+        canceled once the robot logged that event for this goal."""
         client = self.skills[kind]
+        before = len(self.events())
         assert client.wait_for_server(timeout_sec=scaled(30.0))
         feedback: list[str] = []
         goal = ExecuteSkill.Goal(task_id='task-1', step=0, action=action)
@@ -115,7 +116,7 @@ class Bridge:
         assert handle.accepted
         if cancel_after:
             deadline = time.monotonic() + scaled(30.0)
-            while not any(e['event'] == cancel_after for e in self.events()):
+            while not any(e['event'] == cancel_after for e in self.events()[before:]):
                 assert time.monotonic() < deadline, self.events()
                 time.sleep(0.05)
             self.client.result(handle.cancel_goal_async(), 30.0)
