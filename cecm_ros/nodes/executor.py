@@ -55,6 +55,10 @@ from cecm_ros.nodes.household_sim import DEFAULT_SKILLS, skill_kinds
 from cecm_ros.srv import PlanTask
 
 TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
+# How long a lost robot/intent listener may take to return (or this node to be told to
+# stop) before the loss is reported, and how often the count is looked at meanwhile.
+LISTENER_GRACE_S = 1.0
+LISTENER_POLL_S = 0.1
 
 
 class TaskAbortedError(Exception):
@@ -455,6 +459,16 @@ class Executor(CecmNode):
         expected = max(1, self.param('intent_subscribers'))
         heard = self.intent_pub.get_subscription_count()
         short = heard < expected
+        if short and not self.listeners_short:
+            # A listener that left this instant may be one more process of a launch that
+            # is stopping (every process gets the signal at once, and this node's own
+            # stop reaches its callbacks a moment later): give it that moment, and say
+            # nothing if this node stops meanwhile (StopRequestedError) or it comes back.
+            deadline = time.monotonic() + LISTENER_GRACE_S
+            while short and time.monotonic() < deadline:
+                self.wait_until(lambda: False, LISTENER_POLL_S)
+                heard = self.intent_pub.get_subscription_count()
+                short = heard < expected
         if short and not self.listeners_short:
             self.get_logger().warning(
                 f'{where}: {heard} of the {expected} expected subscribers listen on '
