@@ -94,7 +94,7 @@ APP_DEPS := \
 # drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`);
 # rosbags reads the recordings in the tests as a second, independent decoder; ray is
 # `cecm sweep --address`'s optional backend (setup.py's extra 'ray'), which
-# test/test_sweep.py runs on a local head; geometry_msgs is what the test-only action
+# test/experiments/test_sweep.py runs on a local head; geometry_msgs is what the test-only action
 # types of a robot stack (test/interfaces/) are made of.
 DEV_DEPS := \
   pytest==8.4.2 \
@@ -106,7 +106,7 @@ DEV_DEPS := \
   ray==2.60.0 \
   ros-geometry-msgs==5.5.1
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
-# The stock roslibjs client that test/test_web_panel_roslibjs.py drives the web panel
+# The stock roslibjs client that test/browser/test_web_panel_roslibjs.py drives the web panel
 # with, from the npm registry into $(NODE_DIR) (needs Node.js 20+ and npm). roslib 2.x
 # brings its own WebSocket (its dependency ws) where Node.js has none built in (20).
 NODE_DEPS := roslib@2.1.0
@@ -137,7 +137,7 @@ BUILD_INPUTS := CMakeLists.txt package.xml \
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 # No ROS_DOMAIN_ID is set here: the demo and every test that starts ROS processes
-# reserve a free one (cecm_ros/domain_ids.py), so parallel sessions on one machine
+# reserve a free one (cecm_ros/tools/ros_domain_ids.py), so parallel sessions on one machine
 # never hear each other. A ROS_DOMAIN_ID from the caller is used as it is.
 export PIP_NO_INPUT := 1
 

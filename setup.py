@@ -14,7 +14,7 @@ from setuptools import find_packages, setup
 
 PACKAGE = 'cecm_ros'
 
-# Keep in sync with CECM_NODES in CMakeLists.txt (test/test_packaging.py checks this).
+# Keep in sync with CECM_NODES in CMakeLists.txt (test/tools/test_packaging.py checks this).
 NODES = [
     'task_manager',
     'capability_estimator',
@@ -79,7 +79,7 @@ setup(
     zip_safe=False,
     entry_points={
         'console_scripts': [
-            'cecm = cecm_ros.cli:main',
+            'cecm = cecm_ros.tools.cli:main',
             *[f'{node} = cecm_ros.nodes.{node}:main' for node in NODES],
         ],
     },

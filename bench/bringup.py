@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from cecm_ros.demo_graph import MANAGER, NODES, demo_environment, package_paths
-from cecm_ros.process_graph import ProcessGraph
+from cecm_ros.tools.demo_graph import MANAGER, NODES, demo_environment, package_paths
+from cecm_ros.tools.process_graph import ProcessGraph
 
 MARKS = (('manager up', 'starting '), ('first configure', ': configure ...'),
          ('all active', 'nodes are active'))

@@ -18,13 +18,13 @@ import argparse
 import numpy as np
 
 from cecm_ros.core.estimator import EstimatorSettings
-from cecm_ros.core.experiment import run_seed
 from cecm_ros.core.hypotheses import DiversePlanEvaluator
 from cecm_ros.core.partners import SimulatedHuman, partner_seed
 from cecm_ros.core.tasks import TaskSequence
 from cecm_ros.core.trajectory import min_jaccard_distance
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.model import TidyUpModel
+from cecm_ros.experiments.experiment import run_seed
 
 
 def slack_value(text: str) -> float | None:

@@ -28,7 +28,6 @@ import time
 
 import numpy as np
 
-from cecm_ros.core.experiment import partner_search_seed
 from cecm_ros.core.likelihood import Likelihood, seeded_planners
 from cecm_ros.core.partners import (
     PartnerBehaviour,
@@ -37,7 +36,8 @@ from cecm_ros.core.partners import (
     partner_seed,
     run_shared_task,
 )
-from cecm_ros.domains import load_domain
+from cecm_ros.domains import load_domain, planner_for
+from cecm_ros.experiments.experiment import partner_search_seed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = domain.task_universe() or domain.task_generator(0).tasks(args.tasks)
     behaviour = PartnerBehaviour.parse(args.partner_behaviour)
     epsilon = args.epsilon or domain.default_epsilon or 0.24
-    planner = domain.planner(workers=args.jobs)
+    planner = planner_for(domain, workers=args.jobs)
     robots = seeded_planners(planner, args.robot_seeds)
     started = time.perf_counter()
     results = {}

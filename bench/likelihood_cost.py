@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/likelihood_cost.py --likelihoods indicator stepwise kernel
 
-Runs ``cecm_ros.core.bench.run_session_benchmark`` (the session ``make demo`` runs:
+Runs ``cecm_ros.experiments.bench.run_session_benchmark`` (the session ``make demo`` runs:
 ``--tasks`` tasks, each the most informative of 5, on a new plan store and again on the
 plans it left) once per likelihood, in this process, one after another, and prints per
 likelihood the first task's time, the median and 95th percentile of the cold updates
@@ -16,8 +16,8 @@ import argparse
 import json
 import sys
 
-from cecm_ros.core.bench import run_session_benchmark
 from cecm_ros.domains import load_domain
+from cecm_ros.experiments.bench import run_session_benchmark
 
 
 def main(argv: list[str] | None = None) -> int:

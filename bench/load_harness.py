@@ -1,6 +1,7 @@
 """Run tests or a demo session on a busy machine, beside an idle run of the same.
 
-    .venv/bin/python bench/load_harness.py --runs 3 -- test/test_graph_dds.py test/test_faults.py
+    .venv/bin/python bench/load_harness.py --runs 3 -- test/graph/test_graph_dds.py \
+        test/graph/test_faults.py
     .venv/bin/python bench/load_harness.py --load 2 --memory-mb 2048 --io --demo -- --tasks 3
 
 Users run the graph on laptops busy with a simulator, a browser and a bag recorder. This
@@ -272,7 +273,7 @@ def main(argv=None) -> int:
     if args.load < 0 or args.runs < 1 or args.memory_mb < 0:
         parser.error('--load and --memory-mb must be at least 0, --runs at least 1')
     if not args.demo and not args.target:
-        parser.error('give a pytest selection after --, e.g. -- test/test_faults.py')
+        parser.error('give a pytest selection after --, e.g. -- test/graph/test_faults.py')
     if not (VENV_BIN / ('cecm' if args.demo else 'pytest')).exists():
         parser.error(f'{VENV_BIN} has no {"cecm" if args.demo else "pytest"}: run make build')
     if args.keep:

@@ -15,7 +15,7 @@ import argparse
 import csv
 from pathlib import Path
 
-from cecm_ros.core.experiment import mean_ci95
+from cecm_ros.experiments.experiment import mean_ci95
 
 
 def values_at_task(folder: Path, metric: str, task: int) -> dict[int, float]:

@@ -18,7 +18,7 @@ import glob
 import json
 from pathlib import Path
 
-from cecm_ros.core.experiment import mean_ci95
+from cecm_ros.experiments.experiment import mean_ci95
 
 
 def runs_of(folder: Path) -> dict[int, list[dict]]:

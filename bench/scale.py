@@ -9,7 +9,7 @@
 Every (samples, seed) cell runs in a process of its own (so that its peak RSS is its
 own) with a new, empty ``CECM_CACHE_DIR``, and measures:
 
-* the session benchmark (``cecm_ros.core.bench.run_session_benchmark``: a ``--tasks``-task
+* the session benchmark (``cecm_ros.experiments.bench.run_session_benchmark``: a ``--tasks``-task
   session with informative task choice, as the demo runs it, on a new plan store and
   then again on the plans it left), and, per update of the cold session, the plans the
   planner made during it (``plans``), the hypotheses whose distance to the new and older
@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cecm_ros.domains import planner_for
+
 HERE = Path(__file__).resolve()
 
 
@@ -63,7 +65,7 @@ def instrument(model, per_update: list[dict], profile: cProfile.Profile | None,
     """Record, per estimator update, the planner calls, evaluated hypotheses and distinct
     particles (and give every planner ``timeout`` seconds per search, when set); returns a
     function that undoes the patches."""
-    import cecm_ros.core.experiment as experiment
+    import cecm_ros.experiments.experiment as experiment
 
     planners = []
     make_planner, make_estimator = model.planner, experiment.make_estimator
@@ -122,12 +124,12 @@ def fast_evaluation(model, partner: str, samples: int, seed: int, jobs: int,
     truth = model.catalog.resolve(partner)
     task = model.task_generator(seed).tasks(1)[0]
     options = {} if timeout is None else {'timeout_s': timeout}
-    with model.planner(**options) as planner:
+    with planner_for(model, **options) as planner:
         observed = planner.plan(task, truth).trajectory
     settings = EstimatorSettings.preset('paper', samples=samples)
     vectors = CecmEstimator(model, None, settings, seed).draw_samples()
     effective = vectors | model.inert_mask
-    with model.planner(workers=jobs, **options) as planner:
+    with planner_for(model, workers=jobs, **options) as planner:
         started = time.perf_counter()
         SharedPlanEvaluator(planner).distances(task, vectors, observed)
         seconds = time.perf_counter() - started
@@ -138,9 +140,9 @@ def fast_evaluation(model, partner: str, samples: int, seed: int, jobs: int,
 
 def run_cell(args) -> dict:
     """One (samples, seed) cell, in this process."""
-    from cecm_ros.core.bench import run_session_benchmark, run_update_benchmark
     from cecm_ros.core.errors import PlanningError
     from cecm_ros.domains import load_domain
+    from cecm_ros.experiments.bench import run_session_benchmark, run_update_benchmark
 
     model = load_domain(args.domain, household=args.household,
                         capabilities=args.capabilities_file)
@@ -249,8 +251,8 @@ def print_table(cells: list[dict]) -> None:
 def run_paired(args) -> list[dict]:
     """Every N for each seed in this one process, the order of N reversed from seed to
     seed, so that the ratios between N compare runs under the same load."""
-    from cecm_ros.core.bench import run_session_benchmark
     from cecm_ros.domains import load_domain
+    from cecm_ros.experiments.bench import run_session_benchmark
 
     model = load_domain(args.domain, household=args.household,
                         capabilities=args.capabilities_file)

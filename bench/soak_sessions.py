@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from cecm_ros.core.estimator import EstimatorSettings
-from cecm_ros.core.experiment import ExperimentSettings, run_once
 from cecm_ros.core.partner_store import PartnerStore
-from cecm_ros.domain_ids import reserve_domain_id
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.model import TidyUpModel
-from cecm_ros.process_graph import ProcessGraph
+from cecm_ros.experiments.experiment import ExperimentSettings, run_once
+from cecm_ros.tools.process_graph import ProcessGraph
+from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
 NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from paired_difference import values_at_task
 
-from cecm_ros.core.experiment import run_seed
 from cecm_ros.core.tasks import TaskSequence
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.model import TidyUpModel
+from cecm_ros.experiments.experiment import run_seed
 
 
 def first_telling_task(planner: FastDownwardPlanner, seed: int, runs: int, tasks: int,

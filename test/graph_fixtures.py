@@ -102,7 +102,7 @@ class RosDomain:
     def __init__(self):
         import pytest
 
-        from cecm_ros.domain_ids import reserve_domain_id
+        from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
         self.reservation = reserve_domain_id()
         self.domain_id = self.reservation.domain_id
@@ -135,13 +135,13 @@ def graph_environment(domain_id: int, home: str) -> dict[str, str]:
 
 
 class NodeProcesses:
-    """The graph's node processes (cecm_ros.process_graph.ProcessGraph), each started
+    """The graph's node processes (cecm_ros.tools.process_graph.ProcessGraph), each started
     from the installed executable with parameter overrides, logging into its own file.
     With ``respawn`` a node that dies comes back, as under the demo and launch."""
 
     def __init__(self, executables: Path, params: Path, env: dict[str, str], log_dir: Path,
                  respawn: bool = False):
-        from cecm_ros.process_graph import ProcessGraph
+        from cecm_ros.tools.process_graph import ProcessGraph
 
         self.executables = executables
         self.params = params
@@ -285,3 +285,19 @@ class RosClient:
         self.executor.shutdown(timeout_sec=5)
         self.node.destroy_node()
         self.rclpy.try_shutdown(context=self.context)
+
+
+# The Overcooked task the graph and browser tests run.
+OVERCOOKED_TASK = 'A-lettuce_onion'
+
+
+def write_overcooked_task_file(path, task_id: str = OVERCOOKED_TASK):
+    """A tasks file with one Overcooked task, written from the domain's own task."""
+    import yaml
+
+    from cecm_ros.domains import load_domain
+
+    domain = load_domain('overcooked')
+    task = next(t for t in domain.tasks if t.task_id == task_id)
+    path.write_text(yaml.safe_dump({'tasks': [domain.task_to_dict(task)]}))
+    return path

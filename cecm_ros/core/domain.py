@@ -15,6 +15,7 @@ agents that play them; action texts are the domain's own.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 
 from .capabilities import CapabilityCatalog
 from .errors import ConfigError, UnsolvableTaskError
+from .trajectory import jaccard_distance
 
 ROBOT = 'robot'
 HUMAN = 'human'
@@ -212,18 +214,20 @@ class Planner(ABC):
         self.close()
 
 
-class Domain(ABC, Generic[StateT]):
-    """A world in which a robot and a partner share tasks.
+class WorldModel(ABC, Generic[StateT]):
+    """A world in which a robot and a partner share tasks: what CE-CM must know of it.
 
-    Subclasses give the capability catalog (with its partner types), tasks, the world's
-    dynamics with the self-loop rule, the trajectory distance and a planner. The
-    defaults below suit a symbolic domain whose states are sets of atoms.
+    Seven methods and a capability catalog are required: the tasks, the start and the
+    goal, the dynamics with the self-loop rule (:meth:`transition`), the same goal from
+    a state on the way, and whose an action is and whether a partner can do it. The rest
+    are abilities with defaults a domain may refine (a distance, the capabilities a
+    trajectory proves, costs, the actions a noisy partner may pick from).
     """
 
     name: str = ''
     catalog: CapabilityCatalog
     # The acceptance threshold suited to this domain's distance (None: the estimator's
-    # default, which suits a Jaccard distance over sets of atoms).
+    # default, which suits a Jaccard distance over sets of states).
     default_epsilon: float | None = None
     # The likelihood's parameters suited to this domain's planner and partners (keys
     # lapse, bandwidth, likelihood_seeds; see core/likelihood.py); unset ones take the
@@ -234,29 +238,55 @@ class Domain(ABC, Generic[StateT]):
     # would; a domain whose planner is its own oracle (Overcooked) says 'independent'.
     default_partner_behaviour: str = 'optimal'
 
-    # ------------------------------------------------------------ capabilities
-    @property
-    @abstractmethod
-    def inert_mask(self) -> np.ndarray:
-        """True for capabilities no transition of this domain can depend on."""
-
-    @property
-    def inert_capabilities(self) -> list[str]:
-        return [self.catalog.names[i] for i in np.flatnonzero(self.inert_mask)]
-
-    @abstractmethod
-    def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:
-        """Capabilities the partner provably used along ``trajectory``."""
-
-    # ------------------------------------------------------------------- tasks
+    # ------------------------------------------------------------------ required
     @abstractmethod
     def task_generator(self, seed: int) -> TaskSource:
         """The seeded task stream of this domain."""
 
     @abstractmethod
+    def initial_state(self, task: Task) -> StateT: ...
+
+    @abstractmethod
+    def goal_reached(self, task: Task, state: StateT) -> bool: ...
+
+    @abstractmethod
+    def task_from_state(self, task: Task, state: StateT) -> Task:
+        """The same goal from an intermediate state (what a robot re-plans from)."""
+
+    @abstractmethod
+    def transition(self, state: StateT, agent: str, action: str | None,
+                   capabilities: np.ndarray) -> tuple[StateT, ActionOutcome]:
+        """One agent's action: unknown actions raise, infeasible ones are self-loops
+        (an action whose capability the partner lacks leaves the state as it was)."""
+
+    @abstractmethod
+    def action_agent(self, action: str) -> str:
+        """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
+
+    @abstractmethod
+    def partner_capable(self, action: str, capabilities: np.ndarray) -> bool:
+        """Whether a partner with ``capabilities`` can do ``action`` (the robot can)."""
+
+    # ------------------------------------------------------------ capabilities
+    @property
+    def inert_mask(self) -> np.ndarray:
+        """True for capabilities no transition of this domain can depend on (none, unless
+        the domain knows better: an inert capability is never worth asking about)."""
+        return np.zeros(len(self.catalog), dtype=bool)
+
+    @property
+    def inert_capabilities(self) -> list[str]:
+        return [self.catalog.names[i] for i in np.flatnonzero(self.inert_mask)]
+
+    def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:
+        """Capabilities the partner provably used along ``trajectory`` (none by default:
+        proof makes a capability certain, so a domain that cannot tell says nothing)."""
+        return np.zeros(len(self.catalog), dtype=bool)
+
+    # ------------------------------------------------------------------- tasks
     def validate_task(self, task: Task) -> None:
         """Raise ConfigError (naming the task and what is wrong) for a task this domain
-        cannot run."""
+        cannot run (every task passes by default)."""
 
     def task_from_dict(self, entry: dict[str, Any], default_id: str) -> Task:
         """A task from ``{id, initial: [atoms], goal: [atoms]}``, canonical and checked."""
@@ -276,66 +306,55 @@ class Domain(ABC, Generic[StateT]):
         """The domain's spelling of ``atoms`` (raises on an unknown one)."""
         return sorted(str(a) for a in atoms)
 
-    # -------------------------------------------------------------- dynamics
-    @abstractmethod
-    def initial_state(self, task: Task) -> StateT: ...
+    def task_universe(self) -> list[Task] | None:
+        """All of this domain's tasks when they are few (Overcooked: 9), else None. An
+        experiment then holds out the tasks its runs do not learn on."""
+        return None
 
-    @abstractmethod
-    def goal_reached(self, task: Task, state: StateT) -> bool: ...
+    def default_partner(self) -> str:
+        """The partner type a command runs with when none is named: ``low_capability``
+        when the domain has it, else its first partner type (else a capable one)."""
+        types = list(self.catalog.partner_types)
+        if 'low_capability' in types:
+            return 'low_capability'
+        return types[0] if types else 'all'
 
-    @abstractmethod
-    def task_from_state(self, task: Task, state: StateT) -> Task:
-        """The same goal from an intermediate state (what a robot re-plans from)."""
-
-    @abstractmethod
-    def transition(self, state: StateT, agent: str, action: str | None,
-                   capabilities: np.ndarray) -> tuple[StateT, ActionOutcome]:
-        """One agent's action: unknown actions raise, infeasible ones are self-loops
-        (an action whose capability the partner lacks leaves the state as it was)."""
+    # ----------------------------------------------------------------- actions
+    def canonical_action(self, action: str) -> str:
+        """The domain's spelling of an action text (raises UnknownNameError); the text
+        itself, stripped, by default."""
+        return action.strip()
 
     def action_cost(self, action: str) -> float:
         """What ``action`` costs in the units of a plan's ``cost`` (NOOP: 0); 1 unless the
         domain has costs of its own (a partner's action values add it up)."""
         return 0.0 if action == NOOP else 1.0
 
-    @abstractmethod
-    def action_agent(self, action: str) -> str:
-        """ROBOT or HUMAN: whose action ``action`` is (raises UnknownNameError)."""
-
-    @abstractmethod
-    def canonical_action(self, action: str) -> str:
-        """The domain's spelling of an action text (raises UnknownNameError)."""
-
-    @abstractmethod
-    def partner_capable(self, action: str, capabilities: np.ndarray) -> bool:
-        """Whether a partner with ``capabilities`` can do ``action`` (the robot can)."""
-
-    @abstractmethod
     def applicable_actions(self, state: StateT, agent: str) -> list[str]:
         """``agent``'s actions that would change ``state`` for a capable agent: what a
-        person may tell the robot to do instead."""
-
-    @property
-    @abstractmethod
-    def skill_kinds(self) -> tuple[str, ...]:
-        """The kinds of skill this domain's actions need (one skill server each)."""
-
-    def skill_kind(self, action: str) -> str:
-        """The kind of skill that performs ``action`` (the robot's skill servers are
-        per kind); by default the action's name."""
-        return self.canonical_action(action).strip('()').split()[0]
+        noisy partner picks among and what a person may tell the robot to do instead.
+        None listed by default (a partner then keeps to its plan, the panel offers
+        only waiting)."""
+        return []
 
     # ----------------------------------------------------------- trajectories
-    @abstractmethod
     def distance(self, first: Sequence[StateT], second: Sequence[StateT]) -> float:
-        """The distance CE-CM's epsilon is compared with, in [0, 1]."""
+        """The distance CE-CM's epsilon is compared with, in [0, 1]: by default the
+        Jaccard distance between the two sets of states visited."""
+        return jaccard_distance(first, second)
 
     def novelty(self, trajectory: Sequence[StateT], other: Sequence[StateT]) -> float:
         """How much of ``trajectory`` is not in ``other`` (CE-CM-Div's thinning)."""
         states = set(trajectory)
         return len(states - set(other)) / len(states)
 
-    # ----------------------------------------------------------------- states
+    def describe(self) -> str:
+        return self.name
+
+
+class StateCodec(ABC, Generic[StateT]):
+    """How a domain's states are checked, saved as text and read from messages."""
+
     @abstractmethod
     def check_state(self, state: StateT) -> None:
         """Raise ConfigError when ``state`` is not a state of this domain."""
@@ -360,45 +379,44 @@ class Domain(ABC, Generic[StateT]):
     def state_from_wire(self, facts: Sequence[str], features: Sequence[float]) -> StateT:
         """The state a message carried (facts or features, as this domain uses)."""
 
-    def render_data(self, state: StateT) -> dict[str, Any]:
-        """What a panel needs to draw ``state``; the generic panel shows facts and
-        features."""
-        return {'facts': self.state_facts(state), 'features': self.state_features(state)}
 
-    def panel_layout(self) -> dict[str, Any]:
-        """What a panel needs once to draw this domain's states: the name of a renderer
-        it knows and that renderer's fixed data. ``facts`` (the default) lists a state's
-        facts or features beside the goal, for any domain."""
-        return {'renderer': 'facts', 'feature_names': []}
+class Domain(WorldModel[StateT], StateCodec[StateT]):
+    """What the core is handed: a world model whose states can be saved and sent.
 
-    # ---------------------------------------------------------------- planning
-    @abstractmethod
-    def planner(self, workers: int = 1, **options: Any) -> Planner:
-        """A planner for this domain using up to ``workers`` cores."""
+    Planners, the web panel's drawing and the robot's skill kinds are not part of it:
+    a domain declares them beside its model in the registry (:mod:`cecm_ros.domains`).
+    """
 
-    def reference_planner(self) -> Planner:
-        """The straightforward planner benchmarks compare with: one full planning call
-        per vector, on one core, nothing remembered."""
-        return self.planner(workers=1)
 
-    def default_partner(self) -> str:
-        """The partner type a command runs with when none is named: ``low_capability``
-        when the domain has it, else its first partner type (else a capable one)."""
-        types = list(self.catalog.partner_types)
-        if 'low_capability' in types:
-            return 'low_capability'
-        return types[0] if types else 'all'
+class AtomSetStates(StateCodec[frozenset]):
+    """States that are sets of true atoms (texts), for a small symbolic domain: the
+    codec, and a task's start, goal test and re-planning start, all given."""
 
-    def task_universe(self) -> list[Task] | None:
-        """All of this domain's tasks when they are few (Overcooked: 9), else None. An
-        experiment then holds out the tasks its runs do not learn on."""
-        return None
+    def check_state(self, state: frozenset) -> None:
+        if not isinstance(state, frozenset) or not all(isinstance(a, str) for a in state):
+            raise ConfigError(f'not a state (a frozenset of atoms): {state!r}')
 
-    def baseline_planner(self, **options: Any) -> Planner | None:
-        """A learned policy that stands in for the optimistic baseline (method
-        ``qlearning``; Overcooked: a Q-policy); None by default. The method
-        ``optimistic`` plans with the domain's planner under a fully capable partner."""
-        return None
+    def state_to_text(self, state: frozenset) -> str:
+        return ' '.join(sorted(state))
 
-    def describe(self) -> str:
-        return self.name
+    def state_from_text(self, text: str) -> frozenset:
+        return frozenset(_ATOM.findall(text))
+
+    def state_facts(self, state: frozenset) -> list[str]:
+        return sorted(state)
+
+    def state_from_wire(self, facts: Sequence[str], features: Sequence[float]) -> frozenset:
+        return frozenset(str(f).strip() for f in facts)
+
+    def initial_state(self, task: Task) -> frozenset:
+        return frozenset(task.initial)
+
+    def goal_reached(self, task: Task, state: frozenset) -> bool:
+        return task.goal <= state
+
+    def task_from_state(self, task: Task, state: frozenset) -> Task:
+        return Task(task.task_id, frozenset(state), task.goal, origin=task)
+
+
+# One atom of a saved text: "(pred a b)" (AtomSetStates).
+_ATOM = re.compile(r'\([^()]*\)')

@@ -1,12 +1,25 @@
-"""The domains cecm_ros knows, found by name or by the path of a domain file.
+"""The domains cecm_ros knows: each is a spec naming its parts, loaded when first used.
 
-Built-in domains are listed here. Another Python package adds its own without editing
-this one by declaring an entry point in the group ``cecm_ros.domains`` whose object is
-a callable taking the options below and returning a
-:class:`~cecm_ros.core.domain.Domain`::
+A domain is a world model (:class:`~cecm_ros.core.domain.Domain`: dynamics, tasks,
+distance, states) plus the parts other layers ask for, each behind its own small role:
+
+* planners, by role: ``default`` (what every estimator and node plans with),
+  ``reference`` (the plain planner benchmarks compare with) and ``baseline`` (a learned
+  policy standing in for the optimistic baseline), each a ``'module:Class'`` built as
+  ``Class(domain, **options)``;
+* ``panel``: how the web panel draws a state (:mod:`cecm_ros.web.panel_view`);
+* ``skills``: the robot's skill kinds (:mod:`cecm_ros.nodes.skill_kinds`).
+
+Parts are named by text and imported only when asked for (as unified-planning's engine
+factory does), so no domain module imports its planner or its panel, and loading a
+domain starts no planner.
+
+Another Python package adds a domain without editing this one by declaring an entry
+point in the group ``cecm_ros.domains`` whose object is a :class:`DomainSpec` (or,
+the older form, a callable taking the options and returning a Domain)::
 
     [project.entry-points."cecm_ros.domains"]
-    assembly_cell = "my_package.cell:make_domain"
+    assembly_cell = "my_package.cell:SPEC"
 
 ``load_domain(name_or_path, **options)`` is what every ``cecm`` command (``--domain``)
 and every node (its ``domain`` parameter) calls.
@@ -14,51 +27,106 @@ and every node (its ``domain`` parameter) calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from cecm_ros.core.domain import Domain
+from cecm_ros.core.domain import Domain, Planner
 from cecm_ros.core.errors import ConfigError
 
 ENTRY_POINT_GROUP = 'cecm_ros.domains'
 DEFAULT_DOMAIN = 'tidyup'
 
 
-def _tidyup(household: str | Path | None = None, capabilities: str | Path | None = None,
-            **unknown: Any) -> Domain:
-    """TidyUP with an optional household file and capability catalogue."""
-    _no_unknown_options('tidyup', unknown)
-    from cecm_ros.core.capabilities import CapabilityCatalog
-    from cecm_ros.domains.tidyup.household import Household
-    from cecm_ros.domains.tidyup.model import TidyUpModel
+@dataclass(frozen=True)
+class DomainSpec:
+    """What a domain is made of, by import path (``'package.module:Name'``).
 
-    return TidyUpModel(Household.from_yaml(household) if household else None,
-                       CapabilityCatalog.from_yaml(capabilities) if capabilities else None)
+    ``model`` makes the world model from the domain's options (``options`` lists their
+    names: a node reads them as parameters under the domain's name, e.g.
+    ``tidyup.household``). ``model_class`` (optional) lets a model built directly, not
+    through :func:`load_domain`, find its spec again.
+    """
+
+    name: str
+    description: str
+    model: str
+    planners: Mapping[str, str] = field(default_factory=dict)
+    panel: str = 'cecm_ros.web.panel_view:FactsView'
+    skills: str = 'cecm_ros.nodes.skill_kinds:OneSkill'
+    options: tuple[str, ...] | None = ()   # None: any (a factory taking **options)
+    model_class: str = ''
+
+    def make(self, **options: Any) -> Domain:
+        unknown = [] if self.options is None else \
+            sorted(k for k, v in options.items() if k not in self.options and v not in (None, ''))
+        if unknown:
+            raise ConfigError(f'domain {self.name!r} takes no option {", ".join(unknown)}'
+                              + (f' (options: {", ".join(self.options)})'
+                                 if self.options else ''))
+        factory = _load(self.model, f'domain {self.name!r}')
+        domain = factory(**{k: v for k, v in options.items() if v not in (None, '')})
+        if not isinstance(domain, Domain):
+            raise ConfigError(f'domain {self.name!r} ({self.model}) returned '
+                              f'{type(domain).__name__}, not a cecm_ros Domain')
+        return _attach(domain, self)
 
 
-def _overcooked(file: str | Path | None = None, **unknown: Any) -> Domain:
-    """Overcooked with an optional domain file (kitchens, recipes, capabilities)."""
-    _no_unknown_options('overcooked', unknown)
-    from cecm_ros.domains.overcooked.model import OvercookedDomain
-
-    return OvercookedDomain(file)
-
-
-BUILT_IN: dict[str, tuple[Callable[..., Domain], str]] = {
-    'tidyup': (_tidyup, 'a robot and a person tidy a household (PDDL, Fast Downward)'),
-    'overcooked': (_overcooked, 'two cooks make salads in a grid kitchen (macro actions, '
-                                'PUCT MCTS)'),
+_PDDL_PLANNERS = {
+    'default': 'cecm_ros.domains.pddl.planner:FastDownwardPlanner',
+    'reference': 'cecm_ros.domains.pddl.planner:reference_planner',
 }
+_PDDL_SKILLS = 'cecm_ros.domains.pddl.roles:SchemaSkills'
+
+BUILT_IN: dict[str, DomainSpec] = {spec.name: spec for spec in (
+    DomainSpec(
+        name='tidyup',
+        description='a robot and a person tidy a household (PDDL, Fast Downward)',
+        model='cecm_ros.domains.tidyup.model:make_tidyup',
+        planners=_PDDL_PLANNERS,
+        panel='cecm_ros.domains.tidyup.panel:HouseholdView',
+        skills=_PDDL_SKILLS,
+        options=('household', 'capabilities'),
+        model_class='cecm_ros.domains.tidyup.model:TidyUpModel'),
+    DomainSpec(
+        name='overcooked',
+        description='two cooks make salads in a grid kitchen (macro actions, PUCT MCTS)',
+        model='cecm_ros.domains.overcooked.model:make_overcooked',
+        planners={'default': 'cecm_ros.domains.overcooked.mcts:MctsPlanner',
+                  'baseline': 'cecm_ros.domains.overcooked.qlearning:QPolicyPlanner'},
+        panel='cecm_ros.domains.overcooked.panel:KitchenView',
+        skills='cecm_ros.domains.overcooked.panel:MacroSkills',
+        options=('file',),
+        model_class='cecm_ros.domains.overcooked.model:OvercookedDomain'),
+)}
+# A user's PDDL domain file (domain.yaml): not found by name, but by its path.
+PDDL_FILE = DomainSpec(
+    name='pddl-file',
+    description="a user's PDDL domain from a domain.yaml",
+    model='cecm_ros.domains.pddl.loading:load_file_domain',
+    planners=_PDDL_PLANNERS, skills=_PDDL_SKILLS, options=('path',),
+    model_class='cecm_ros.domains.pddl.file_domain:FileDomain')
 
 
-def _no_unknown_options(name: str, unknown: dict[str, Any]) -> None:
-    given = {k: v for k, v in unknown.items() if v not in (None, '')}
-    if given:
-        raise ConfigError(f'domain {name!r} takes no option {", ".join(sorted(given))}')
+def _load(path: str, what: str) -> Any:
+    module, _, name = path.partition(':')
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f'{what}: cannot load {path}: {type(error).__name__}: '
+                          f'{error}') from error
+
+
+def _attach(domain: Domain, spec: DomainSpec) -> Domain:
+    # Kept on the object (and so in a pickled copy a sweep worker gets).
+    domain.__dict__['registry_spec'] = spec
+    return domain
 
 
 def _is_kitchen_file(path: Path) -> bool:
@@ -80,44 +148,122 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
 
 def available_domains() -> dict[str, str]:
     """Every domain name this installation can load, with a one-line description."""
-    names = {name: description for name, (_, description) in BUILT_IN.items()}
+    names = {name: spec.description for name, spec in BUILT_IN.items()}
     for name, entry in _entry_points().items():
         names.setdefault(name, f'from {entry.value}')
     return dict(sorted(names.items()))
+
+
+def domain_spec(name: str) -> DomainSpec | None:
+    """The spec of a registered domain (built in or an entry point), else None."""
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    entry = _entry_points().get(name)
+    if entry is None:
+        return None
+    try:
+        found = entry.load()
+    except Exception as error:  # noqa: BLE001 - any import failure is the plug-in's
+        raise ConfigError(f'domain {name!r} ({entry.value}) cannot be loaded: '
+                          f'{type(error).__name__}: {error}') from error
+    if isinstance(found, DomainSpec):
+        return found
+    if callable(found):
+        # The older form: a factory of the model; its parts come from the defaults.
+        return DomainSpec(name=name, description=f'from {entry.value}',
+                          model=entry.value, options=_factory_options(found))
+    raise ConfigError(f'domain {name!r} ({entry.value}) is {type(found).__name__}, '
+                      'neither a DomainSpec nor a factory')
+
+
+def _factory_options(factory: Callable[..., Any]) -> tuple[str, ...] | None:
+    """The option names a factory takes (None when it takes any: ``**options``)."""
+    try:
+        parameters = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return None
+    return tuple(p.name for p in parameters
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def load_domain(spec: str | Path | None = None, **options: Any) -> Domain:
     """The domain named ``spec``: a registered name (default TidyUP) or the path of a
     domain file (YAML, see :mod:`cecm_ros.domains.pddl.file_domain`).
 
-    Options go to the domain's factory (TidyUP: ``household``, ``capabilities``); a
-    factory rejects options it does not know. Errors are ConfigErrors that name the
-    domain and what was wrong.
+    Options go to the domain's model (TidyUP: ``household``, ``capabilities``); an option
+    the domain does not take is refused. Errors are ConfigErrors that name the domain
+    and what was wrong.
     """
-    spec = str(spec or DEFAULT_DOMAIN).strip()
-    if spec in BUILT_IN:
-        return BUILT_IN[spec][0](**options)
-    entry = _entry_points().get(spec)
-    if entry is not None:
-        try:
-            factory = entry.load()
-        except Exception as error:  # noqa: BLE001 - any import failure is the plug-in's
-            raise ConfigError(f'domain {spec!r} ({entry.value}) cannot be loaded: '
-                              f'{type(error).__name__}: {error}') from error
-        domain = factory(**options)
-        if not isinstance(domain, Domain):
-            raise ConfigError(f'domain {spec!r} ({entry.value}) returned '
-                              f'{type(domain).__name__}, not a cecm_ros Domain')
-        return domain
-    if '/' in spec or spec.endswith(('.yaml', '.yml')) or Path(spec).is_file():
-        _no_unknown_options(spec, options)
-        path = Path(spec).expanduser()
+    text = str(spec or DEFAULT_DOMAIN).strip()
+    found = domain_spec(text)
+    if found is not None:
+        return found.make(**options)
+    if '/' in text or text.endswith(('.yaml', '.yml')) or Path(text).is_file():
+        path = Path(text).expanduser()
         if _is_kitchen_file(path):
-            from cecm_ros.domains.overcooked.model import OvercookedDomain
-
-            return OvercookedDomain(path)
-        from cecm_ros.domains.pddl.file_domain import FileDomain
-
-        return FileDomain(path)
-    raise ConfigError(f'unknown domain {spec!r}; domains: '
+            return BUILT_IN['overcooked'].make(**options, file=path)
+        return PDDL_FILE.make(**options, path=path)
+    raise ConfigError(f'unknown domain {text!r}; domains: '
                       f'{", ".join(available_domains())}')
+
+
+def spec_of(domain: Domain) -> DomainSpec:
+    """The spec ``domain`` was made from, or the one whose model class it is."""
+    attached = getattr(domain, 'registry_spec', None)
+    if isinstance(attached, DomainSpec):
+        return attached
+    paths = {f'{cls.__module__}:{cls.__qualname__}' for cls in type(domain).__mro__}
+    for candidate in (*BUILT_IN.values(), PDDL_FILE):
+        if candidate.model_class in paths:
+            _attach(domain, candidate)
+            return candidate
+    # A model made by hand, outside the registry: the default parts.
+    return DomainSpec(name=domain.name or type(domain).__name__, description='',
+                      model=f'{type(domain).__module__}:{type(domain).__qualname__}')
+
+
+def planner_for(domain: Domain, role: str = 'default', **options: Any) -> Planner:
+    """The domain's ``default`` or ``reference`` planner, made with ``options`` (e.g.
+    ``workers``); a domain that declares no reference planner gets its default one on
+    one core."""
+    if role not in ('default', 'reference'):
+        raise ConfigError(f'no planner role {role!r}; roles: default, reference '
+                          '(baseline_planner_for() makes a baseline)')
+    spec = spec_of(domain)
+    path = spec.planners.get(role)
+    if path is None and role == 'reference':
+        return planner_for(domain, 'default', **{'workers': 1, **options})
+    if path is None:
+        own = getattr(domain, 'planner', None)
+        if callable(own):
+            # A plug-in written before planners were declared in specs makes its own.
+            return own(**options)
+        raise ConfigError(f'domain {spec.name!r} declares no planner')
+    return _load(path, f'the {role} planner of domain {spec.name!r}')(domain, **options)
+
+
+def baseline_planner_for(domain: Domain, **options: Any) -> Planner | None:
+    """A learned policy that stands in for the optimistic baseline (method ``qlearning``;
+    Overcooked: a Q-policy), or None for a domain that declares none (the method
+    ``optimistic`` plans with the default planner under a fully capable partner)."""
+    spec = spec_of(domain)
+    path = spec.planners.get('baseline')
+    if path is None:
+        return None
+    return _load(path, f'the baseline planner of domain {spec.name!r}')(domain, **options)
+
+
+def panel_view_for(domain: Domain) -> Any:
+    """How the web panel draws ``domain``'s states (a :class:`~cecm_ros.web.panel_view.
+    PanelView`)."""
+    spec = spec_of(domain)
+    return _load(spec.panel, f'the panel view of domain {spec.name!r}')(domain)
+
+
+def robot_skills_for(domain: Domain) -> Any:
+    """The robot's skill kinds for ``domain`` (a :class:`~cecm_ros.nodes.skill_kinds.
+    RobotSkills`)."""
+    spec = spec_of(domain)
+    return _load(spec.skills, f'the robot skills of domain {spec.name!r}')(domain)

@@ -39,6 +39,7 @@ from cecm_ros.core.likelihood import LIKELIHOODS
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
+from cecm_ros.domains import planner_for
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -161,7 +162,7 @@ class CapabilityEstimator(CecmNode):
             path = ''
         self.store = PartnerStore(
             _expand(path).replace('{domain}', self.model.name) if path else ':memory:')
-        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
+        self.planner = planner_for(self.model, timeout_s=self.param('planner_timeout_s'),
                                           workers=self.param('planner_workers'),
                                           **self.planner_options())
         self.evaluator = evaluator_for(self.method, self.planner)

@@ -54,6 +54,9 @@ from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import CecmError
 from cecm_ros.domains import DEFAULT_DOMAIN, available_domains, load_domain
 from cecm_ros.domains.tidyup.household import Household
+from cecm_ros.nodes.skill_kinds import ALL as ALL_SKILLS
+from cecm_ros.nodes.skill_kinds import WAIT as WAIT_SKILL
+from cecm_ros.nodes.skill_kinds import skills_of
 
 # Beliefs, task requests and plans: the latest value matters, also to late joiners.
 QOS_LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -353,7 +356,7 @@ class CecmNode(LifecycleNode):
             domain = self._checked_domain()
             if domain is None:
                 return '' if values else 'must list at least one'
-            allowed = [*domain.skill_kinds, WAIT_SKILL, ALL_SKILLS]
+            allowed = [*skills_of(domain).kinds, WAIT_SKILL, ALL_SKILLS]
             wrong = [value for value in values if value not in allowed]
             if wrong:
                 return (f'{wrong[0]!r} is not a skill kind of domain {domain.name!r} '
@@ -726,8 +729,6 @@ def _loads(kind) -> Callable[[str], str]:
 
 
 # The skill kind that executes "noop", and a `skills` entry naming every kind of the domain.
-WAIT_SKILL = 'wait'
-ALL_SKILLS = 'all'
 
 
 def _known_domain(spec: str) -> str:

@@ -24,8 +24,8 @@ from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import JointPlan as JointPlanMsg
 from cecm_ros.msg import JointStep as JointStepMsg
 from cecm_ros.msg import TaskOutcome, TaskRequest, TeamState
+from cecm_ros.nodes.skill_kinds import WAIT, skills_of
 
-WAIT = 'wait'                        # the skill kind that executes "noop"
 NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
 
 # Size limits. Nothing legitimate comes near them; a message beyond them can only be
@@ -60,7 +60,7 @@ def canonical_action(model: Domain, text: str, agent: str | None = None,
 def skill_kind(model: Domain, action: str) -> str:
     """The skill server kind that executes ``action``: the domain's kind, or ``wait``."""
     action = canonical_action(model, action)
-    return WAIT if action == NOOP else model.skill_kind(action)
+    return WAIT if action == NOOP else skills_of(model).kind_of(action)
 
 
 def check_domain(model: Domain, name: str, what: str) -> None:

@@ -51,7 +51,8 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.nodes.household_sim import DEFAULT_SKILLS, skill_kinds
+from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
+from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.srv import PlanTask
 
 TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
@@ -132,7 +133,7 @@ class Executor(CecmNode):
         self.server_wait = self.param('server_wait_s')
         self.skill_names = {
             kind: self.param(f'skills.{kind}') if kind in DEFAULT_SKILLS else
-            f'robot/skills/{kind}' for kind in skill_kinds(self.model, [])}
+            f'robot/skills/{kind}' for kind in served_kinds(self.model, [])}
         self.skill_clients = {kind: SafeActionClient(self, ExecuteSkill, name,
                                                  callback_group=self.group)
                               for kind, name in self.skill_names.items()}

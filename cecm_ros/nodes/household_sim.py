@@ -31,23 +31,11 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
+from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.srv import ResetWorld
 
 # TidyUP's skill kinds, whose robot servers the executor names by parameter.
 DEFAULT_SKILLS = ['move', 'pick', 'place', 'wash', conv.WAIT]
-
-
-def skill_kinds(model, wanted) -> list[str]:
-    """The skill kinds a node serves or uses: ``wanted``, or every kind of the domain and
-    ``wait`` for ``[all]`` (or none); a kind the domain does not have is an error."""
-    known = [*model.skill_kinds, conv.WAIT]
-    wanted = [kind for kind in wanted if kind != ALL_SKILLS] \
-        if ALL_SKILLS not in wanted else []
-    unknown = sorted(set(wanted) - set(known))
-    if unknown:
-        raise ValueError(f'skills {unknown} are not skill kinds of domain {model.name!r} '
-                         f'({", ".join(known)})')
-    return list(wanted) or known
 
 
 class HouseholdSim(CecmNode):
@@ -90,7 +78,7 @@ class HouseholdSim(CecmNode):
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
         self.step_timeout = self.param('step_timeout_s') or None
-        skills = skill_kinds(self.model, self.param('skills'))
+        skills = served_kinds(self.model, self.param('skills'))
         self.team_state_pub = self.create_lifecycle_publisher(
             TeamState, 'team_state', QOS_TEAM_STATE)
         self._entities = [self.team_state_pub, self.create_service(

@@ -13,6 +13,7 @@ import sys
 
 from cecm_ros.core.domain import Planner
 from cecm_ros.core.errors import CecmError, PlanningError, UnsolvableTaskError
+from cecm_ros.domains import planner_for
 from cecm_ros.msg import CapabilityBelief, JointPlan
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import QOS_LATCHED, CecmNode, run_node
@@ -35,7 +36,7 @@ class JointPlannerNode(CecmNode):
 
     def configure(self) -> None:
         self.model = self.load_model()
-        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
+        self.planner = planner_for(self.model, timeout_s=self.param('planner_timeout_s'),
                                           workers=self.param('planner_workers'),
                                           **self.planner_options())
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'joint_plan', QOS_LATCHED)

@@ -6,7 +6,7 @@ each one that has a publisher and that ``topics``/``exclude`` select, with the Q
 publishers offer (reliable and transient local when all of them are, so that the latched
 ``task/request``, ``team_state`` and ``capability_belief`` are caught from their start),
 and writes the serialized messages with their ROS 2 definitions into an MCAP file
-(cecm_ros/recording.py). Every ``flush_period_s`` the open chunk is closed and the file
+(cecm_ros/tools/recording.py). Every ``flush_period_s`` the open chunk is closed and the file
 synced, so a recorder that is killed leaves a file readable up to then; on SIGINT or
 SIGTERM the file is finished with its summary and index.
 
@@ -29,7 +29,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 
 from cecm_ros.nodes.common import run_node
-from cecm_ros.recording import McapSink, RecordingError, output_file
+from cecm_ros.tools.recording import McapSink, RecordingError, output_file
 
 DEFAULT_OUTPUT = '~/.ros/cecm_ros/recordings/'
 

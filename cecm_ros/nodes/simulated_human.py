@@ -28,7 +28,6 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import NOOP, ROBOT, Planner
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.experiment import partner_search_seed
 from cecm_ros.core.partners import (
     BEHAVIOUR_FORMS,
     PartnerBehaviour,
@@ -36,6 +35,8 @@ from cecm_ros.core.partners import (
     resolve_partner_behaviour,
 )
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
+from cecm_ros.domains import planner_for
+from cecm_ros.experiments.experiment import partner_search_seed
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -48,7 +49,7 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.nodes.household_sim import skill_kinds
+from cecm_ros.nodes.skill_kinds import served_kinds
 
 EARLY_INTENTS_KEPT = 20
 STATES_KEPT = 200   # team states remembered, by (task id, step)
@@ -118,7 +119,7 @@ class SimulatedHumanNode(CecmNode):
         self.model = self.load_model()
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
-        self.planner = self.model.planner(timeout_s=self.param('planner_timeout_s'),
+        self.planner = planner_for(self.model, timeout_s=self.param('planner_timeout_s'),
                                           workers=self.param('planner_workers'),
                                           **self.planner_options())
         self.forgo = self.param('forgo_probability')
@@ -144,7 +145,7 @@ class SimulatedHumanNode(CecmNode):
         self.skill_clients = {
             kind: SafeActionClient(self, ExecuteSkill, f'{namespace}/{kind}',
                                callback_group=self.group)
-            for kind in skill_kinds(self.model, self.param('skills'))}
+            for kind in served_kinds(self.model, self.param('skills'))}
         self.plan_pub = self.create_lifecycle_publisher(JointPlan, 'human/joint_plan',
                                                         QOS_LATCHED)
         self.correction_pub = self.create_lifecycle_publisher(Correction, 'robot/correction',

@@ -51,18 +51,12 @@ from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
 from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
-from cecm_ros.core.experiment import TASK_CHOICES, add_heldout_metrics
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.partners import steps_off_plan
-from cecm_ros.core.session import (
-    SessionJournal,
-    estimate_distance,
-    load_tasks,
-    session_summary,
-    session_task_result,
-)
 from cecm_ros.core.tasks import TaskSequence, heldout_seed
+from cecm_ros.domains import planner_for
+from cecm_ros.experiments.experiment import TASK_CHOICES, add_heldout_metrics
 from cecm_ros.msg import (
     CapabilityBelief,
     GraphStatus,
@@ -87,6 +81,13 @@ from cecm_ros.nodes.common import (
     not_empty,
     ros_name,
     run_node,
+)
+from cecm_ros.session.records import (
+    SessionJournal,
+    estimate_distance,
+    load_tasks,
+    session_summary,
+    session_task_result,
 )
 from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
 
@@ -953,7 +954,7 @@ class TaskManager(CecmNode):
         if size <= 0:
             return None
         if self.pool is None:
-            self.planner = self.model.planner(workers=2, **self.planner_options())
+            self.planner = planner_for(self.model, workers=2, **self.planner_options())
             # Plans shared between vectors only where the planner is cost-optimal (not
             # Overcooked's MCTS), as in `cecm experiment`.
             pool = HeldoutPool(self.model, evaluator_for('cecm', self.planner),

@@ -13,7 +13,7 @@ topic name its own ``subscribe`` gave.
 What the panel adds to the topics it relays is derived state a browser cannot compute:
 ``/web_panel/session`` (the open correction window, the robot actions that apply in its
 state, the countdown, who answered) from the intents, team states, step results and
-correction verdicts it sees, and ``/web_panel/render``, the domain's ``render_data`` of
+correction verdicts it sees, and ``/web_panel/render``, the domain panel view's ``render`` of
 each team state (a numeric state such as Overcooked's is drawn from it, not from
 facts). It computes nothing the core or the graph does not already publish. Only
 ``robot/correction`` is publishable; every correction's verdict comes back from the
@@ -55,6 +55,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 import cecm_ros
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.errors import CecmError
+from cecm_ros.domains import panel_view_for
 from cecm_ros.msg import (
     CapabilityBelief,
     Correction,
@@ -1096,7 +1097,7 @@ class WebPanel(CecmNode):
         """The domain's drawing data (its renderer's) and what the page needs to know of
         the panel."""
         return {
-            **model.panel_layout(), 'domain': model.name, 'agents': ['robot', 'human'],
+            **panel_view_for(model).layout(), 'domain': model.name, 'agents': ['robot', 'human'],
             'capabilities': [{'name': c.name, 'action': c.action, 'room': c.room,
                               'description': c.description}
                              for c in model.catalog.capabilities],
@@ -1139,12 +1140,13 @@ class WebPanel(CecmNode):
         return on_message
 
     def _render_body(self, msg: TeamState) -> str:
-        """A team state's drawing data, as the domain gives it (``render_data``), or why
+        """A team state's drawing data, as the domain's panel view gives it, or why
         there is none: the page must not guess a numeric domain's state from facts."""
         data: dict[str, Any] = {'task_id': msg.task_id, 'step': msg.step}
         model = self.session.model
         try:
-            data['data'] = _plain(model.render_data(conv.state_from_team_state(model, msg)))
+            view = panel_view_for(model)
+            data['data'] = _plain(view.render(conv.state_from_team_state(model, msg)))
         except CecmError as error:
             data['error'] = str(error)
         return json.dumps(data, separators=(',', ':'), allow_nan=False)

@@ -54,7 +54,6 @@ from cecm_ros.core.domain import (
     ROBOT,
     ActionOutcome,
     Domain,
-    Planner,
     Task,
 )
 from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
@@ -583,13 +582,6 @@ class OvercookedDomain(Domain[tuple]):
         return [self.action_text(m, index) for m in MACROS
                 if self.act(state, index, m)[0] != state]
 
-    @property
-    def skill_kinds(self) -> tuple[str, ...]:
-        return MACROS
-
-    def skill_kind(self, action: str) -> str:
-        return self.parse_action(action)[0]
-
     # ----------------------------------------------------------- trajectories
     def features(self, state: tuple) -> tuple[float, ...]:
         """The paper's vector state: per vegetable x, y and chops/3; plates, knives,
@@ -833,56 +825,15 @@ class OvercookedDomain(Domain[tuple]):
     def state_from_wire(self, facts: Sequence[str], features: Sequence[float]) -> tuple:
         return self._state_from_facts(facts, 'team state')
 
-    def render_data(self, state: tuple) -> dict[str, Any]:
-        kitchen = self.kitchens[state[K]]
-        objects = {}
-        for name, where in [(v, state[VLOC + i]) for i, v in enumerate(VEGETABLES)] + \
-                [(p, state[PLOC + k]) for k, p in enumerate(PLATES)]:
-            entry: dict[str, Any] = {}
-            if where == ABSENT:
-                continue
-            if where == SERVED:
-                entry['served'] = True
-            elif where >= ON_PLATE:
-                entry['on'] = PLATES[where - ON_PLATE]
-            elif where >= HELD:
-                entry['held_by'] = ROLES[where - HELD]
-            else:
-                entry['cell'] = list(kitchen.row_column(where))
-            if name in VEGETABLES:
-                entry['chops'] = state[CHOP + VEGETABLES.index(name)]
-            objects[name] = entry
-        return {'kitchen': state[K], 'recipe': state[RECIPE],
-                'needs': list(self.recipes[state[RECIPE]]),
-                'agents': {role: list(kitchen.row_column(state[POS + i]))
-                           for i, role in enumerate(ROLES)},
-                'objects': objects, 'served': bool(state[DONE]),
-                'facts': self.state_facts(state), 'features': list(self.features(state))}
-
-    def panel_layout(self) -> dict[str, Any]:
-        return {'renderer': 'kitchen', 'feature_names': self.feature_names(),
-                'kitchens': {name: {'rows': k.grid_rows(), 'width': k.width,
-                                    'height': k.height}
-                             for name, k in self.kitchens.items()},
-                'chops': CHOPS,
-                'phrases': {m: m.replace('_', ' ') for m in MACROS}}
-
     # ---------------------------------------------------------------- planning
-    def planner(self, workers: int = 1, **options: Any) -> Planner:
-        from .mcts import MctsPlanner
-
-        return MctsPlanner(self, workers=workers, **options)
-
-    def baseline_planner(self, **options: Any) -> Planner:
-        """The optimistic baseline's planner: a tabular Q-policy trained with a fully
-        capable partner (the paper's appendix B.3)."""
-        from .qlearning import QPolicyPlanner
-
-        return QPolicyPlanner(self, **options)
-
     def describe(self) -> str:
         return (f'overcooked ({len(self.kitchens)} kitchens: {", ".join(self.kitchens)}; '
                 f'{len(self.recipes)} recipes)')
+
+
+def make_overcooked(file: str | Path | None = None) -> OvercookedDomain:
+    """Overcooked with an optional domain file (kitchens, recipes, capabilities)."""
+    return OvercookedDomain(file)
 
 
 class TaskShuffle:

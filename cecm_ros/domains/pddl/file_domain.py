@@ -21,7 +21,7 @@ from unified_planning.model import Problem
 
 from cecm_ros.core.capabilities import Capability, CapabilityCatalog, PartnerType
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
-from cecm_ros.core.errors import CecmError, ConfigError, UnsolvableTaskError
+from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.likelihood import likelihood_section
 
 from .costs import rewrite_costs
@@ -63,7 +63,7 @@ def _strings(value: Any, where: str) -> list[str]:
 class FileDomain(PddlModel):
     """A PDDL domain configured by a YAML file (see the module docstring)."""
 
-    def __init__(self, path: str | Path, check_tasks: bool = True):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
         spec = self._read_yaml()
         self.spec = spec
@@ -118,8 +118,9 @@ class FileDomain(PddlModel):
         self._task_spec = _mapping(spec.get('tasks'), f'{self.path}: tasks')
         _known_keys(self._task_spec, TASKS_KEYS, f'{self.path}: tasks')
         self._problem_tasks = self._read_problems()
-        if check_tasks:
-            self.check_tasks()
+        if not self._problem_tasks:
+            # A template's mistakes show when tasks are drawn: draw the first ones now.
+            self.task_generator(0).tasks(TASKS_CHECKED)
 
     def _named(self, error: ConfigError) -> ConfigError:
         """The error naming the file it is about: the PDDL file or this one, once."""
@@ -320,7 +321,7 @@ class FileDomain(PddlModel):
 
     def rebuild_arguments(self) -> tuple:
         # Absolute: planning workers run in a directory of their own.
-        return (self.path.resolve(), False)
+        return (self.path.resolve(),)
 
     # ------------------------------------------------------------------- tasks
     def _read_problems(self) -> list[Task]:
@@ -405,26 +406,16 @@ class FileDomain(PddlModel):
             raise ConfigError(f'{path}: {error}') from None
         return task
 
+    @property
+    def problem_tasks(self) -> list[Task]:
+        """The tasks of the file's PDDL problems (empty when tasks are generated)."""
+        return list(self._problem_tasks)
+
     def task_generator(self, seed: int):
         if self._problem_tasks:
             return ProblemCycle(self._problem_tasks, seed)
         return TemplateGenerator(self, self._task_spec['generate'], seed)
 
-    def check_tasks(self) -> None:
-        """Plan the first tasks with a fully capable partner: a domain whose tasks the
-        team cannot finish is an error now, not in the middle of an experiment."""
-        tasks = self._problem_tasks or self.task_generator(0).tasks(TASKS_CHECKED)
-        with self.planner() as planner:
-            for task in tasks:
-                try:
-                    planner.plan(task, self.catalog.all_capable())
-                except UnsolvableTaskError:
-                    raise ConfigError(f'{self.path}: task {task.task_id} cannot be reached '
-                                      'even by a fully capable team') from None
-                except CecmError as error:
-                    raise ConfigError(f'{self.path}: task {task.task_id}: {error}') from None
-
-    # ---------------------------------------------------------------- problems
     def problem_text(self, task: Task) -> str:
         domain = self._domain_problem
         objects = ' '.join(f'{" ".join(names)} - {kind}' for kind, names in

@@ -470,10 +470,6 @@ class PddlModel(Domain[int]):
         """The domain's own cost of ``action`` (a plan's ``cost`` adds these up)."""
         return 0.0 if action == NOOP else float(self.action(action).cost)
 
-    @cached_property
-    def skill_kinds(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(a.schema for a in self.actions))
-
     def distance(self, first, second) -> float:
         return jaccard_distance(first, second)
 
@@ -549,16 +545,6 @@ class PddlModel(Domain[int]):
                                 action.delete, action.cost, action.planner_cost, action.gate,
                                 action.statically_possible)).encode())
         return digest.hexdigest()[:32]
-
-    def planner(self, workers: int = 1, **options):
-        from .planner import FastDownwardPlanner
-
-        return FastDownwardPlanner(self, workers=workers, **options)
-
-    def reference_planner(self):
-        from .planner import FastDownwardPlanner
-
-        return FastDownwardPlanner(self, workers=1, cache_size=0, reuse_translation=False)
 
     def validate_task(self, task: Task) -> None:
         """Every atom must be a proposition of this domain and the goal must say

@@ -491,3 +491,10 @@ class FastDownwardPlanner(CachingPlanner):
 def _instance_text(instance) -> str:
     args = ' '.join(str(p) for p in instance.actual_parameters)
     return f'({instance.action.name} {args})'
+
+
+def reference_planner(domain: PddlModel, **options) -> FastDownwardPlanner:
+    """The straightforward planner benchmarks compare with: one full planning call per
+    vector, on one core, nothing remembered."""
+    return FastDownwardPlanner(domain, **{'workers': 1, 'cache_size': 0,
+                                          'reuse_translation': False, **options})

@@ -183,36 +183,17 @@ class TidyUpModel(PddlModel):
 
         return TaskGenerator(self, seed)
 
-    def render_data(self, state: int) -> dict:
-        """Rooms, who stands where, what lies where and who holds what."""
-        facts = self.atoms_of(state)
-        parts = [split_atom(f) for f in facts]
-        return {
-            'facts': facts, 'features': [],
-            'rooms': list(self.household.rooms),
-            'agents': {p[1]: p[2] for p in parts if p[0] == 'agent-at'},
-            'items': {p[1]: p[2] for p in parts if p[0] == 'item-at'},
-            'holding': {p[1]: p[2] for p in parts if p[0] == 'holding'},
-            'dirty': sorted(p[1] for p in parts if p[0] == 'dirty'),
-        }
-
-    def panel_layout(self) -> dict:
-        """The household drawing: rooms, doors, sinks and items."""
-        house = self.household
-        return {
-            'renderer': 'household', 'household': house.name, 'rooms': list(house.rooms),
-            'phrases': {'move': 'go to {the}{2}', 'pick': 'pick up {the}{1}',
-                        'place': 'put {the}{1} down', 'wash': 'wash {the}{1}'},
-            'doors': [list(door) for door in house.doors] if house.doors is not None else None,
-            'sinks': list(house.sinks),
-            'items': [{'name': item.name, 'washable': item.washable,
-                       'goal_rooms': list(item.goal_rooms)} for item in house.items],
-        }
-
     def describe(self) -> str:
         return f'tidyup (household {self.household.name!r})'
 
 
+def make_tidyup(household: str | Path | None = None,
+                capabilities: str | Path | None = None) -> TidyUpModel:
+    """TidyUP with an optional household file and capability catalogue."""
+    return TidyUpModel(Household.from_yaml(household) if household else None,
+                       CapabilityCatalog.from_yaml(capabilities) if capabilities else None)
+
+
 __all__ = ['ACTION_UNIT', 'AGENTS', 'COST_SCALE', 'HUMAN', 'MAX_EXACT_PLAN_LENGTH', 'NOOP',
            'ROBOT', 'TIE_WEIGHTS', 'GroundAction', 'Task', 'TidyUpModel', 'atom',
-           'default_catalog', 'planner_cost', 'split_atom']
+           'default_catalog', 'make_tidyup', 'planner_cost', 'split_atom']

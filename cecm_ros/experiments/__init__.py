@@ -1,0 +1,1 @@
+"""Experiment harness: simulated runs, sweeps (Ray) and benchmarks over the ROS-free core."""

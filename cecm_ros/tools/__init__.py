@@ -1,0 +1,1 @@
+"""Command-line tools: cecm, the demo graph, recording and re-estimation."""

@@ -1,0 +1,461 @@
+"""``cecm demo``: a session of a domain (TidyUP by default) run by the ROS 2 node graph.
+
+With ``ros2 launch`` available (a full ROS 2 install) the demo runs
+``launch/tidyup_sim.launch.py``; elsewhere (e.g. the PyPI wheels in .venv) it starts
+the same installed executables as separate processes with the same parameters file.
+Either way it streams the task manager's per-task lines, waits for the session to end
+(the task manager writes ``summary.json`` into ``--out``), stops the graph with SIGINT
+(SIGTERM after a grace period) and prints ``summary: PATH``.
+
+With ``--web`` the browser correction panel (web_panel) runs too and a person answers
+the robot: the simulated partner only acts its plan (``answer_intents: false``), the
+robot waits ``--correction-window`` seconds for each answer, and the panel's URL (with
+its access token, a random one unless ``--web-token`` gives it) is printed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import re
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from ament_index_python.packages import (
+    PackageNotFoundError,
+    get_package_prefix,
+    get_package_share_directory,
+)
+
+from cecm_ros.domains import load_domain
+from cecm_ros.tools.process_graph import ProcessGraph
+from cecm_ros.tools.ros_domain_ids import reserve_domain_id
+
+PACKAGE = 'cecm_ros'
+NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+         'executor', 'task_manager')
+MANAGER = 'lifecycle_manager'
+WEB_PANEL = 'web_panel'
+RECORDER = 'session_recorder'
+PAPER_SAMPLES = 500
+GRACE_S = 15.0
+_DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
+# "[INFO] [task_manager]: message", optionally behind ros2 launch's "[task_manager-6] ".
+LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
+PANEL_URL = re.compile(r'web panel: (?P<url>http://\S+)')
+# The nodes that plan, and so take the plan_store parameter.
+PLANNING_NODES = ('joint_planner', 'capability_estimator', 'simulated_human', 'task_manager')
+OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
+
+
+class DemoError(Exception):
+    """The demo cannot go on; the message says why and where to look."""
+
+
+def _say(text: str) -> None:
+    print(f'[cecm] {text}', flush=True)
+
+
+def package_paths() -> tuple[Path, Path]:
+    """(folder of the node executables, installed parameters file)."""
+    try:
+        prefix = Path(get_package_prefix(PACKAGE))
+        share = Path(get_package_share_directory(PACKAGE))
+    except PackageNotFoundError as error:
+        raise DemoError(f'the {PACKAGE} package is not installed in this environment '
+                        f'(AMENT_PREFIX_PATH); run `make build` first ({error})') from None
+    executables = prefix / 'lib' / PACKAGE
+    missing = [n for n in (*NODES, WEB_PANEL, MANAGER) if not (executables / n).is_file()]
+    if missing:
+        raise DemoError(f'node executables {missing} are missing from {executables}; '
+                        'run `make build`')
+    return executables, share / 'config' / 'tidyup_sim.yaml'
+
+
+def write_params(base: Path, args, out: Path) -> Path:
+    """The installed parameters file with this demo's settings, as out/params.yaml."""
+    params = yaml.safe_load(base.read_text())
+    spec = args.capabilities or args.partner
+    settings = {
+        'household_sim': {'partner': spec},
+        'simulated_human': {'partner': spec, 'seed': args.seed},
+        'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
+                         'exit_when_done': True,
+                         'summary_path': str((out / 'summary.json').resolve())},
+        'capability_estimator': {
+            'method': args.method, 'seed': args.seed,
+            'store_path': str((out / 'partners.sqlite').resolve()),
+            **_estimator_parameters(args)},
+    }
+    settings['task_manager']['journal_dir'] = str((out / 'journal').resolve())
+    if getattr(args, 'partner_behaviour', None):
+        settings['simulated_human']['partner_behaviour'] = args.partner_behaviour
+    settings['task_manager'].update(task_choice=args.task_choice,
+                                    task_candidates=args.candidates)
+    # The demo stops the lifecycle manager first and gives it time to take the nodes
+    # down in order (under ros2 launch every node gets SIGINT at once instead).
+    params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
+    if getattr(args, 'web', False):
+        _web_settings(params, settings, args)
+    files = {'household_file': args.household, 'capabilities_file': args.capabilities_file}
+    domain = getattr(args, 'domain', None)
+    if domain and Path(domain).is_file():
+        domain = str(Path(domain).resolve())
+    plan_store = 'off' if getattr(args, 'no_plan_store', False) else \
+        str(Path(args.plan_store).expanduser().resolve()) if getattr(args, 'plan_store', None) \
+        else ''
+    for node in graph_nodes(args):
+        entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
+        entry.update(settings.get(node, {}))
+        if node in PLANNING_NODES:
+            entry['plan_store'] = plan_store
+        if domain:
+            entry['domain'] = domain
+        for key, value in files.items():
+            if value:
+                entry[key] = str(Path(value).resolve())
+    path = out / 'params.yaml'
+    path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
+                    + yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def graph_nodes(args) -> tuple[str, ...]:
+    """The managed nodes in start order; the panel serves before the session starts."""
+    if not getattr(args, 'web', False):
+        return NODES
+    return (*NODES[:-1], WEB_PANEL, NODES[-1])
+
+
+def _web_settings(params: dict, settings: dict, args) -> None:
+    """A person answers from the browser: the partner stays silent, the robot waits."""
+    settings['simulated_human']['answer_intents'] = False
+    # The partner and the panel both hear each intent; the first must reach both.
+    settings['executor'] = {'correction_window_s': float(args.correction_window),
+                            'intent_subscribers': 2}
+    # A person may take the whole window at every step of a task.
+    settings['task_manager']['task_timeout_s'] = 3600.0
+    # --web-token '': no token at all (the panel then warns); None was made random.
+    settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or '',
+                           'allow_without_token': args.web_token == ''}
+    manager = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
+    manager['node_names'] = list(graph_nodes(args))
+
+
+def _estimator_parameters(args) -> dict:
+    """The estimator node's parameters for the CLI's estimator options."""
+    from cecm_ros.core.estimator import NODE_PARAMETERS
+
+    given = {'inference': args.inference, 'samples': args.samples, 'prior': args.prior,
+             'epsilon': args.epsilon, 'psi': args.psi, 'undecided': args.undecided,
+             'sweeps': args.sweeps, 'coupling': args.coupling,
+             'alike_rooms': args.alike_rooms, 'window': args.window,
+             'decay': args.decay, 'proposal': args.proposal}
+    values = dict(NODE_PARAMETERS)
+    values.update({key: value for key, value in given.items() if value is not None})
+    values['decay'] = float(values['decay'])
+    values['prior'] = float(values['prior'])
+    return values
+
+
+def demo_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    if not env.get('ROS_DOMAIN_ID'):
+        # Held by this process for the demo's length (released when it exits).
+        global _DOMAIN
+        _DOMAIN = reserve_domain_id()
+        env['ROS_DOMAIN_ID'] = str(_DOMAIN.domain_id)
+    # A format of the caller's own (with {time}, say) is kept.
+    env.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', OUTPUT_FORMAT)
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def time_budget(args) -> float:
+    """Generous upper bound on the session's wall time (measured: ~10-60 s per task).
+
+    With a person answering, a task may take its whole time limit (an hour).
+    """
+    if getattr(args, 'web', False):
+        return 300.0 + args.tasks * 3700.0
+    return 120.0 + args.tasks * (90.0 + 0.5 * args.samples)
+
+
+def _show(line: str, quiet_names=()) -> None:
+    """Print the task manager's report lines, the panel's URL, every warning or error."""
+    match = LINE.search(line)
+    if not match:
+        return
+    name, severity, message = match['name'], match['severity'], match['message']
+    url = PANEL_URL.search(message) if name == WEB_PANEL else None
+    if url:
+        rule = '=' * 72
+        print(f'\n{rule}\n  Correct the robot from your browser: open\n\n      {url["url"]}\n\n'
+              '  Agree, Wait or pick another action for each step (keys A, W, 1-9);\n'
+              '  silence for the whole window counts as agreeing.\n'
+              f'{rule}\n', flush=True)
+    elif name == 'task_manager' and severity == 'INFO':
+        if message.startswith(('[task ', 'session done', '[belief] ')):
+            print(f'  {message}', flush=True)
+    elif severity in ('WARN', 'ERROR', 'FATAL') and name not in quiet_names:
+        print(f'  {severity} [{name}] {message}', flush=True)
+
+
+def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
+    """Stream the watched process's lines until it ends for good; returns its exit code."""
+    deadline = time.monotonic() + budget_s
+    ended = False
+    while not ended:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DemoError(f'the session did not finish within {budget_s:.0f} s; logs in '
+                            f'{graph.log_dir}')
+        try:
+            name, line = graph.lines.get(timeout=min(1.0, left))
+        except queue.Empty:
+            dead = graph.ended(ignore=watched)
+            if dead:
+                name, code = dead[0]
+                raise DemoError(f'{name} exited early (code {code}); its log ends with:\n'
+                                f'{graph.tail(name)}\nerrors in the node logs:\n'
+                                f'{graph.errors()}') from None
+            continue
+        if line is None:
+            ended = name == watched
+        else:
+            _show(line)
+    return graph.processes[watched].wait()
+
+
+def recording_path(args, out: Path) -> Path | None:
+    """The MCAP file ``--record`` asks for (None without it)."""
+    if getattr(args, 'record', None) is None:
+        return None
+    from cecm_ros.tools.recording import output_file
+
+    return output_file(args.record or str(out / 'session.mcap')).resolve()
+
+
+def _start_recorder(env, params: Path, executables: Path, log_dir: Path,
+                    path: Path) -> ProcessGraph:
+    """The recorder, in a process graph of its own: it starts before the nodes and is
+    stopped after them, so that it sees every topic from its first message to the last."""
+    if not (executables / RECORDER).is_file():
+        raise DemoError(f'{executables / RECORDER} is missing; run `make build`')
+    if path.exists():
+        _say(f'replacing the recording {path}')
+    recorder = ProcessGraph(env, log_dir)
+    recorder.start(RECORDER, [str(executables / RECORDER), '--ros-args', '--params-file',
+                              str(params), '-p', f'output:={path}', '-p', 'overwrite:=true'])
+    return recorder
+
+
+def _stop_recorder(recorder: ProcessGraph | None) -> None:
+    if recorder is None:
+        return
+    forced = recorder.stop()
+    code = recorder.processes[RECORDER].returncode
+    if forced or code != 0:
+        _say(f'the recorder ended with exit code {code}; its log ends with:\n'
+             f'{recorder.tail(RECORDER)}')
+
+
+def _run_processes(args, env, params: Path, executables: Path, out: Path,
+                   record: Path | None = None) -> int:
+    log_dir = out / 'logs'
+    log_dir.mkdir(parents=True, exist_ok=True)
+    recorder = _start_recorder(env, params, executables, log_dir, record) if record else None
+    graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
+    nodes = graph_nodes(args)
+    _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
+         f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
+         f'node logs in {log_dir}' + (f'; recording every topic to {record}' if record else ''))
+    _say(_plan_store_line(args))
+    code = 1
+    try:
+        for node in nodes:
+            graph.start(node, [str(executables / node), '--ros-args', '--params-file',
+                               str(params)], stream=node in ('task_manager', WEB_PANEL))
+        graph.start(MANAGER, [str(executables / MANAGER), '--ros-args', '--params-file',
+                              str(params)])
+        code = _follow(graph, 'task_manager', time_budget(args))
+    finally:
+        forced = graph.stop(first=(MANAGER,))
+        if forced:
+            _say(f'had to force {", ".join(forced)} to stop (see {log_dir})')
+        if any(count > 0 for count in graph.respawns.values()):
+            _say('respawned during the session: ' + ', '.join(
+                f'{name} x{count}' for name, count in graph.respawns.items() if count > 0))
+        _stop_recorder(recorder)
+    return code
+
+
+def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) -> int:
+    spec = args.capabilities or args.partner
+    command = ['ros2', 'launch', PACKAGE, 'tidyup_sim.launch.py', f'params_file:={params}',
+               f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
+               f'samples:={args.samples}', f'summary_path:={out / "summary.json"}',
+               'exit_when_done:=true']
+    if getattr(args, 'partner_behaviour', None):
+        command.append(f'partner_behaviour:={args.partner_behaviour}')
+    if getattr(args, 'web', False):
+        command += ['web:=true', 'answer_intents:=false',
+                    f'correction_window_s:={args.correction_window}',
+                    f'web_port:={args.web_port}']
+        if args.web_token:   # (ros2 launch refuses an empty argument value)
+            command.append(f'web_token:={args.web_token}')
+        elif args.web_token == '':
+            command.append('web_allow_without_token:=true')
+    if record:
+        command += ['record:=true', f'record_path:={record}']
+    log_dir = out / 'logs'
+    graph = ProcessGraph(env, log_dir)
+    _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
+    try:
+        graph.start('launch', command, stream=True)
+        return _follow(graph, 'launch', time_budget(args))
+    finally:
+        graph.stop()
+
+
+def _report(summary_path: Path) -> None:
+    summary = json.loads(summary_path.read_text())
+    rows = summary.get('per_task') or []
+    prior = summary.get('prior') or {}
+    statuses = (summary.get('report') or {}).get('status') or {}
+    if rows and statuses:
+        # The headline is what was learned: Hamming counts capabilities no task could
+        # show as errors, so "0.12 -> 0.12" can hide 15 of 17 decided rightly.
+        lacking = {item.split('=')[0] for item in
+                   str(summary.get('true_capabilities', '')).split(',') if '=' in item}
+        decided = {n: s for n, s in statuses.items() if s in ('known_present', 'known_absent')}
+        wrong = [n for n, s in decided.items() if (s == 'known_absent') != (n in lacking)]
+        undecided = [n for n, s in statuses.items() if s == 'undecided']
+        agreement = rows[-1].get('heldout_agreement')
+        _say(f'learned in {len(rows)} tasks: {len(decided)} of {len(statuses)} capabilities '
+             f'decided ({f"{len(wrong)} wrongly: " + ", ".join(wrong) if wrong else "all rightly"})'
+             + (f', {len(undecided)} undecided' if undecided else '')
+             + (f'; held-out agreement {agreement["mean"]:.2f}' if agreement else ''))
+    if rows and prior:
+        last = rows[-1]
+        _say(f'belief Hamming distance to the true capabilities: {prior["hamming"]:.2f} '
+             f'(prior) -> {last["hamming"]["mean"]:.2f} after {len(rows)} tasks '
+             f'(non-inert capabilities: {prior["hamming_active"]:.2f} -> '
+             f'{last["hamming_active"]["mean"]:.2f})')
+        if 'heldout_agreement' in last:
+            _say(f'held-out agreement after {len(rows)} tasks: '
+                 f'{last["heldout_agreement"]["mean"]:.2f} (identifiable Hamming '
+                 f'{last["hamming_identifiable"]["mean"]:.2f})')
+    report = summary.get('report') or {}
+    if report.get('lines'):
+        _say('what the evidence has decided (undecided ones are not facts):')
+        for line in report['lines']:
+            print(f'  {line}', flush=True)
+
+
+def _estimator_variant(args) -> str:
+    """Which CE-CM reading the session runs, in words."""
+    from cecm_ros.core.inference import CONFOUNDED_PRESENT, UNDECIDED_RULE_WORDS
+    from cecm_ros.tools.options import estimator_settings
+
+    settings = estimator_settings(args)
+    if settings.inference == 'posterior':
+        structure = f' with alike rooms (concentration {settings.alike_rooms:g})' \
+            if settings.alike_rooms > 0 else \
+            f' coupled per room ({settings.coupling:g})' if settings.coupling > 0 else ''
+        rule = UNDECIDED_RULE_WORDS[settings.undecided]
+        if structure and settings.undecided in ('cautious', 'analogy'):
+            rule = (f'absent where confounded (present where other rooms make them at least '
+                    f'{CONFOUNDED_PRESENT:g} probable), else by their probability')
+            if settings.undecided == 'analogy':
+                rule = f'like a room the evidence decided where it allows, else {rule}'
+        return (f'the posterior over every task ({settings.samples} particles, prior '
+                f'{settings.prior:g}{structure}, undecided capabilities planned '
+                f'{rule}); `--inference paper` runs the '
+                'paper\'s Algorithm 1')
+    return f'{settings.variant} (abc: samples from the {settings.proposal}, window ' \
+           f'{settings.window or "off"})'
+
+
+def run_graph_demo(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / 'summary.json'
+    # A demo starts with a partner it has not met: no belief, no journal from before.
+    for stale in (summary, out / 'partners.sqlite', out / 'partners.sqlite-wal',
+                  out / 'partners.sqlite-shm'):
+        if stale.exists():
+            stale.unlink()
+    shutil.rmtree(out / 'journal', ignore_errors=True)
+    started = time.perf_counter()
+    try:
+        domain = load_domain(args.domain, household=args.household,
+                             capabilities=args.capabilities_file)
+        if args.partner is None:
+            args.partner = domain.default_partner()
+        spec = args.capabilities or args.partner
+        domain.catalog.resolve(spec)  # fail early
+        if getattr(args, 'web', False) and args.web_token is None:
+            args.web_token = secrets.token_urlsafe(12)   # other local users stay out
+        executables, base_params = package_paths()
+        params = write_params(base_params, args, out)
+        record = recording_path(args, out)
+        env = demo_environment()
+        note = '' if args.samples >= PAPER_SAMPLES else \
+            f' (the paper uses {PAPER_SAMPLES}; fewer keep the demo short)'
+        _say(f'{domain.describe()} session: partner {spec}, {args.tasks} tasks, seed {args.seed}, '
+             f'{args.method} with {args.samples} samples per task{note}')
+        if args.method.startswith('cecm'):
+            _say(f'estimator: {_estimator_variant(args)}')
+        use_launch = shutil.which('ros2') is not None and \
+            importlib.util.find_spec('launch_ros') is not None
+        if use_launch:
+            code = _run_launch(args, env, params, out, record)
+        else:
+            code = _run_processes(args, env, params, executables, out, record)
+    except DemoError as error:
+        _say(f'demo failed: {error}')
+        return 1
+    except KeyboardInterrupt:
+        _say('interrupted; the node graph was stopped')
+        return 130
+    wall = time.perf_counter() - started
+    if code != 0:
+        _say(f'the task manager ended with exit code {code}; see the logs in {out / "logs"}')
+        return 1
+    if not summary.is_file():
+        _say(f'the session ended without writing {summary}; see the logs in {out / "logs"}')
+        return 1
+    _report(summary)
+    _say(f'demo finished in {wall:.0f} s')
+    print(f'summary: {summary}', flush=True)
+    if record is not None:
+        if not record.is_file():
+            _say(f'the recording {record} was not written; see {out / "logs"}')
+            return 1
+        print(f'recording: {record}', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit('run the demo with `cecm demo`')
+
+
+def _plan_store_line(args) -> str:
+    """Where the nodes keep their plans (what makes a second run fast)."""
+    from cecm_ros.core.plan_store import default_store_path
+
+    if getattr(args, 'no_plan_store', False):
+        return 'plans: made anew in every node (--no-plan-store)'
+    path = Path(args.plan_store).expanduser() if getattr(args, 'plan_store', None) \
+        else default_store_path()
+    return (f'plans: kept in {path} and reused by later runs (--no-plan-store: off; '
+            '`cecm cache clear` empties it)')

@@ -1,0 +1,189 @@
+"""The command-line options shared by `cecm` and the demo graph, and the settings they
+make (one place, so that the two read an option the same way)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from cecm_ros.core.errors import CecmError
+from cecm_ros.core.estimator import PRESETS, EstimatorSettings
+from cecm_ros.core.inference import UNDECIDED_RULES
+from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.experiments.experiment import TASK_CHOICES
+
+
+def domain_from_args(args):
+    """The domain ``--domain`` names, with TidyUP's household and catalogue options; a
+    ``--partner`` left open becomes the domain's default partner."""
+    from cecm_ros.domains import load_domain
+
+    model = load_domain(args.domain, household=args.household,
+                        capabilities=args.capabilities_file)
+    if getattr(args, 'partner', False) is None:
+        args.partner = model.default_partner()
+    return model
+
+
+def partner_spec(args) -> str:
+    return args.capabilities if args.capabilities else args.partner
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    from cecm_ros.domains import DEFAULT_DOMAIN
+
+    parser.add_argument('--domain', metavar='NAME|PATH', default=DEFAULT_DOMAIN,
+                        help='the domain: a registered name (see `cecm domains`) or a '
+                             'domain file (default: %(default)s)')
+    parser.add_argument('--household', metavar='YAML',
+                        help='tidyup: household file (default: config/tidyup_household.yaml)')
+    parser.add_argument('--capabilities-file', metavar='YAML',
+                        help='tidyup: capability catalogue (default: config/capabilities.yaml)')
+
+
+def add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument('--partner',
+                       help=f'named partner type (default: the domain\'s; TidyUP {default}, '
+                            'Overcooked type_2)')
+    group.add_argument('--capabilities', metavar='SPEC',
+                       help='partner vector as name=0,name=1,... over all ones')
+
+
+def add_behaviour_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--partner-behaviour', metavar='BEHAVIOUR',
+                        help='how the simulated partner departs from the optimal one: '
+                             'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
+                             "preference or detour:P (docs/partners.md) (default: the "
+                             "domain's: optimal; Overcooked independent)")
+
+
+def partner_behaviour(args) -> str | None:
+    """The --partner-behaviour text, with an explicit --partner-search shared read as
+    'optimal' (the robot's planner), and refused beside a behaviour of its own search."""
+    from cecm_ros.core.partners import PartnerBehaviour
+
+    text = args.partner_behaviour
+    if getattr(args, 'partner_search', None) != 'shared':
+        return text
+    if text is not None and PartnerBehaviour.parse(text).own_search:
+        raise CecmError(f'--partner-search shared contradicts --partner-behaviour {text} '
+                        '(a search of its own); give one of them')
+    return text if text is not None or args.forgo_probability else 'optimal'
+
+
+def add_estimator_options(parser: argparse.ArgumentParser) -> None:
+    defaults = EstimatorSettings()
+    parser.add_argument('--inference', choices=tuple(PRESETS), default='posterior',
+                        help="CE-CM's inference: 'posterior' (every hypothesis must explain "
+                             "every task), 'paper' (Algorithm 1 as published: prior samples "
+                             "pooled over tasks) or 'sequential' (samples from the belief, "
+                             'last task only) (default: %(default)s)')
+    parser.add_argument('--samples', type=int, default=defaults.samples,
+                        help=f'particles (posterior) or samples per task (default: '
+                             f'{defaults.samples})')
+    parser.add_argument('--prior', type=float,
+                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
+    parser.add_argument('--epsilon', type=float,
+                        help=f'acceptance threshold (default: the domain\'s; TidyUP '
+                             f'{defaults.epsilon}, Overcooked 0.03)')
+    parser.add_argument('--psi', type=float, default=defaults.psi,
+                        help=f'estimate threshold on theta (default: {defaults.psi})')
+    parser.add_argument('--undecided', choices=UNDECIDED_RULES,
+                        help='posterior: how capabilities the evidence has not decided enter '
+                             f'the estimate (default: {defaults.undecided})')
+    parser.add_argument('--sweeps', type=int,
+                        help=f'posterior: Metropolis moves per particle after each task '
+                             f'(default: {defaults.sweeps})')
+    parser.add_argument('--coupling', type=float,
+                        help='posterior: prior coupling of the capabilities of one room, '
+                             f'0-1 (default: {defaults.coupling})')
+    parser.add_argument('--alike-rooms', type=float, dest='alike_rooms',
+                        help='posterior: concentration of the prior that makes rooms alike '
+                             '(a pattern of missing capabilities seen in some rooms is '
+                             'likelier in the others; smaller = more alike; 0 = '
+                             f'independent rooms; default: {defaults.alike_rooms})')
+    parser.add_argument('--proposal', choices=('prior', 'belief'),
+                        help='abc: draw samples from the prior or from the current belief '
+                             '(default: as the inference preset)')
+    parser.add_argument('--likelihood', choices=LIKELIHOODS,
+                        help="posterior: how a task weighs a hypothesis: 'stepwise' (a "
+                             'partner who follows its plan and sometimes slips, then plans '
+                             "again), 'usage' (which capabilities it used, against how often "
+                             "searches of the hypothesis use them), 'kernel' (a lapse keeps a "
+                             "hypothesis whose plans miss a task) or 'indicator' (explain "
+                             'every task or be dropped); proven capabilities are certain in '
+                             "the graded ones (default: "
+                             "the domain's: PDDL domains stepwise, Overcooked usage)")
+    parser.add_argument('--lapse', type=float,
+                        help="kernel: chance of a step none of the partner's modelled plans "
+                             "explains (default: the domain's; TidyUP 0.05)")
+    parser.add_argument('--bandwidth', type=float,
+                        help='kernel: a soft shoulder beyond epsilon, exp(-(d - epsilon) / '
+                             "BANDWIDTH) (0: none; default: the domain's)")
+    parser.add_argument('--likelihood-seeds', type=int, dest='likelihood_seeds',
+                        help='kernel: searches per hypothesis, each with its own seed, for a '
+                             "planner that has one (default: the domain's; Overcooked 4)")
+    parser.add_argument('--known-mass', type=float, dest='known_mass',
+                        help='kernel: posterior probability at which a capability is '
+                             f'reported known (default: {defaults.known_mass})')
+    forgetting = parser.add_mutually_exclusive_group()
+    forgetting.add_argument('--window', type=int,
+                            help='forget tasks older than this many (0: off; default: off, '
+                                 'sequential: 1)')
+    forgetting.add_argument('--decay', type=float,
+                            help='abc: weigh samples from k tasks ago by DECAY**k '
+                                 '(default: off)')
+
+
+def estimator_settings(args, model=None) -> EstimatorSettings:
+    epsilon = args.epsilon if args.epsilon is not None else \
+        getattr(model, 'default_epsilon', None)
+    overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': epsilon,
+                 'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
+                 'coupling': args.coupling, 'alike_rooms': args.alike_rooms,
+                 'proposal': args.proposal, 'decay': args.decay,
+                 'likelihood': args.likelihood, 'lapse': args.lapse,
+                 'bandwidth': args.bandwidth, 'likelihood_seeds': args.likelihood_seeds,
+                 'known_mass': args.known_mass}
+    settings = EstimatorSettings.preset(args.inference, **overrides)
+    if args.window is not None:
+        # 0 switches the window off, as the estimator node's `window` parameter does.
+        settings = replace(settings, window=args.window or None)
+    return settings
+
+
+def add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument('--task-choice', choices=TASK_CHOICES, default=default,
+                        help="'given': run the tasks in the order drawn; 'informative': run "
+                             'the most informative of --candidates tasks each time '
+                             '(default: %(default)s)')
+    parser.add_argument('--candidates', type=int, default=5, metavar='K',
+                        help='candidate tasks per choice with --task-choice informative '
+                             '(default: %(default)s)')
+
+
+def add_plan_store_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument('--plan-store', metavar='PATH',
+                       help='keep plans in this SQLite file (default: plans.sqlite in '
+                            '$CECM_CACHE_DIR, else $XDG_CACHE_HOME/cecm_ros, else '
+                            '~/.cache/cecm_ros); later runs reuse them')
+    group.add_argument('--no-plan-store', action='store_true',
+                       help='plan everything in this process; keep nothing on disk')
+
+
+def plan_cache(args) -> bool | str:
+    """The planners' ``plan_cache`` option from --plan-store / --no-plan-store."""
+    if getattr(args, 'no_plan_store', False):
+        return False
+    path = getattr(args, 'plan_store', None)
+    if path:
+        if Path(path).is_dir():
+            raise CecmError(f'--plan-store {path}: a directory; give a file path')
+        return str(Path(path).expanduser().resolve())
+    return True
+
+
+# ------------------------------------------------------------------------ commands

@@ -1,0 +1,1 @@
+"""The web panel's ROS-free parts (and its page: index.html, app.js, style.css)."""

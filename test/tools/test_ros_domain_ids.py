@@ -1,0 +1,70 @@
+"""ROS domain ids: held while reserved, not reused at once, cleared of dead Fast DDS files."""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import time
+
+from cecm_ros.tools import ros_domain_ids as domain_ids
+from cecm_ros.tools.ros_domain_ids import remove_stale_shared_memory, reserve_domain_id
+
+DOMAIN = 7
+PORT = domain_ids.PORT_BASE + domain_ids.PORTS_PER_DOMAIN * DOMAIN + 11   # a user port
+
+
+def _port(folder, number: int, lock: bool = True, age_s: float = 60.0):
+    """A port file as Fast DDS leaves it: the port, its _el lock file, its mutex."""
+    names = [f'fastdds_port{number}', f'sem.fastdds_port{number}_mutex']
+    if lock:
+        names.append(f'fastdds_port{number}_el')
+    old = time.time() - age_s
+    for name in names:
+        (folder / name).write_bytes(b'\0' * 64)
+        os.utime(folder / name, (old, old))
+    return folder / names[0]
+
+
+def test_ports_of_dead_participants_in_the_domain_are_removed_and_nothing_else(tmp_path):
+    dead = _port(tmp_path, PORT)
+    never_listened = _port(tmp_path, PORT + 2, lock=False)
+    other_domain = _port(tmp_path, PORT + domain_ids.PORTS_PER_DOMAIN)
+    young = _port(tmp_path, PORT + 4, age_s=0.0)
+    held = _port(tmp_path, PORT + 6)
+    mapped = _port(tmp_path, PORT + 8)
+    segment = tmp_path / 'fastdds_0123456789abcdef'
+    segment.write_bytes(b'\0' * 64)
+    (tmp_path / 'fastdds_0123456789abcdef_el').write_bytes(b'')
+    os.utime(segment, (time.time() - 60, time.time() - 60))
+    lock = os.open(tmp_path / f'fastdds_port{PORT + 6}_el', os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # a live owner
+    with open(mapped, 'r+b') as stream, mmap.mmap(stream.fileno(), 0):
+        try:
+            removed = remove_stale_shared_memory(DOMAIN, tmp_path)
+        finally:
+            os.close(lock)
+    assert sorted(removed) == sorted([dead.name, never_listened.name, segment.name])
+    assert not dead.exists() and not (tmp_path / f'{dead.name}_el').exists()
+    assert not (tmp_path / f'sem.{dead.name}_mutex').exists()
+    assert not segment.exists() and not (tmp_path / f'{segment.name}_el').exists()
+    for kept in (other_domain, young, held, mapped):
+        assert kept.exists(), kept.name
+
+
+def test_a_missing_folder_removes_nothing(tmp_path):
+    assert remove_stale_shared_memory(DOMAIN, tmp_path / 'absent') == []
+
+
+def test_a_reserved_id_is_held_and_the_next_reservation_takes_another():
+    first = reserve_domain_id()
+    try:
+        second = reserve_domain_id()
+        assert second.domain_id != first.domain_id
+        second.release()
+        # Released, the second id is still not the next one handed out.
+        third = reserve_domain_id()
+        assert third.domain_id not in (first.domain_id, second.domain_id)
+        third.release()
+    finally:
+        first.release()
