@@ -471,19 +471,34 @@ class CapabilityBelief:
 
 
 def plain_state(state):
-    """A state as plain Python values: an int (a bitmask of facts) or a tuple of numbers
-    (and names, such as Overcooked's kitchen and recipe)."""
+    """A state as plain Python values, as a domain may hold it: an int (a bitmask of
+    facts), a tuple of numbers and names (Overcooked's), or a frozenset of atoms (a
+    small symbolic domain's); anything else hashable is kept as it is."""
+    if isinstance(state, (bool, np.bool_)):
+        return bool(state)
     if isinstance(state, (int, np.integer)):
         return int(state)
-    return tuple(x if isinstance(x, str) else float(x) if isinstance(x, (float, np.floating))
-                 else int(x) for x in state)
+    if isinstance(state, (float, np.floating)):
+        return float(state)
+    if isinstance(state, (frozenset, set)):
+        return frozenset(plain_state(x) for x in state)
+    if isinstance(state, (tuple, list)):
+        return tuple(plain_state(x) for x in state)
+    return state
 
 
-def encode_state(state) -> str | list:
+def encode_state(state) -> str | list | dict:
     """JSON for a state: a bitmask as hex text (the format beliefs were first saved in),
-    a numeric state as a list."""
+    a tuple as a list, a set of atoms as ``{"set": [sorted atoms]}``."""
     state = plain_state(state)
-    return format(state, 'x') if isinstance(state, int) else list(state)
+    if isinstance(state, int):
+        return format(state, 'x')
+    if isinstance(state, tuple):
+        return list(state)
+    if isinstance(state, frozenset) and all(isinstance(x, str) for x in state):
+        return {'set': sorted(state)}
+    raise ConfigError(f'a state of type {type(state).__name__} cannot be saved in a belief '
+                      '(an int, a tuple of numbers and names or a frozenset of atoms can)')
 
 
 def decode_state(value):
@@ -491,7 +506,10 @@ def decode_state(value):
         return int(value, 16)
     if isinstance(value, list):
         return plain_state(value)
-    raise TypeError(f'a saved state must be hex text or a list, got {type(value).__name__}')
+    if isinstance(value, dict) and isinstance(value.get('set'), list):
+        return frozenset(str(x) for x in value['set'])
+    raise TypeError('a saved state must be hex text, a list or {"set": [...]}, got '
+                    f'{type(value).__name__}')
 
 
 def _evidence_dict(task: Task, observed: Sequence) -> dict:

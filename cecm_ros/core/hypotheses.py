@@ -338,9 +338,10 @@ class DiversePlanEvaluator(_PlanEvaluator):
                 alternatives[index].extend(plan for _, plan in pairs)
         sets = []
         for best, others in zip(optimal, alternatives):
-            distinct = {plan.sequential: plan for plan in others}
+            distinct = {_identity(plan): plan for plan in others}
             sets.append(self._thin(best, sorted(distinct.values(),
-                                                key=lambda p: (p.planner_cost, p.sequential))))
+                                                key=lambda p: (p.planner_cost,
+                                                               _identity(p)))))
         return sets
 
     def predicted_trajectories(self, task, samples) -> list[Trajectory]:
@@ -361,12 +362,18 @@ class DiversePlanEvaluator(_PlanEvaluator):
         for plan in others:
             if len(chosen) >= self.max_plans or plan.cost > limit:
                 break
-            if plan.sequential == best.sequential:
+            if _identity(plan) == _identity(best):
                 continue
             if min(self.planner.domain.novelty(plan.trajectory, other.trajectory)
                    for other in chosen) >= self.diversity:
                 chosen.append(plan)
         return chosen
+
+
+def _identity(plan: JointPlan) -> tuple:
+    """What tells two plans apart: the planner's sequential plan where it keeps one,
+    else the joint steps (a planner need not fill ``sequential``)."""
+    return plan.sequential or tuple((s.robot, s.human) for s in plan.steps)
 
 
 def evaluator_for(method: str, planner: Planner,

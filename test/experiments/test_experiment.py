@@ -7,17 +7,12 @@ import pytest
 
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings
-from cecm_ros.domains.tidyup.model import TidyUpModel
 from cecm_ros.experiments.bench import run_update_benchmark
 from cecm_ros.experiments.experiment import METRICS, ExperimentSettings, mean_ci95, run_experiment
 from cecm_ros.tools.cli import main as cecm_main
 
 SMALL = EstimatorSettings(samples=25)
 
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 def test_mean_ci95_uses_student_t():

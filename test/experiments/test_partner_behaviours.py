@@ -28,17 +28,13 @@ from cecm_ros.core.partners import (
 )
 from cecm_ros.domains import load_domain
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
-from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.model import atom
 from cecm_ros.experiments.experiment import ExperimentSettings
 from cecm_ros.experiments.sweep import load_sweep
 from cecm_ros.tools.cli import main as cecm_main
 
 STOCHASTIC = ('boltzmann:1', 'noisy:0.5', 'detour:0.5', 'preference', 'forgo:1')
 
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 @pytest.fixture(scope='module')

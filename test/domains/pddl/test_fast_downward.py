@@ -18,7 +18,7 @@ from cecm_ros.domains.pddl.fast_downward import (
     fast_downward_root,
 )
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
-from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.model import atom
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 pytestmark = pytest.mark.skipif(fast_downward_root() is None,
@@ -64,10 +64,6 @@ end_operator
 0
 """
 
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 @pytest.fixture(scope='module')

@@ -22,16 +22,12 @@ from core_fixtures import (
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, JointPlan
 from cecm_ros.core.errors import PlannerTimeoutError, UnsolvableTaskError
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner, canonical_order, lift_to_joint_steps
-from cecm_ros.domains.tidyup.model import TidyUpModel, atom
+from cecm_ros.domains.tidyup.model import atom
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 PROPERTY_SEEDS = range(12)
 SENTINEL = 'not a planner file\n'
 
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 @pytest.fixture(scope='module')

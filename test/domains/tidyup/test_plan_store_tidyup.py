@@ -19,11 +19,6 @@ from cecm_ros.session.records import SessionJournal
 from cecm_ros.tools.cli import main as cecm_main
 
 
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
-
-
 def vectors(model, count, seed):
     rng = np.random.default_rng(seed)
     return rng.random((count, len(model.catalog))) < 0.8

@@ -17,12 +17,6 @@ from cecm_ros.core.metrics import (
     infeasible_assigned,
     plan_overlap_iou,
 )
-from cecm_ros.domains.tidyup.model import TidyUpModel
-
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 def joint_plan(*steps):

@@ -12,10 +12,6 @@ SEEDS = range(10)
 TASKS_PER_SEED = 5
 
 
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
-
 
 @pytest.fixture(scope='module')
 def generated(model):

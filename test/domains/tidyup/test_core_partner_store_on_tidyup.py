@@ -16,13 +16,7 @@ from cecm_ros.core.partner_store import (
     rebuild_belief,
 )
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
-from cecm_ros.domains.tidyup.model import TidyUpModel
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
-
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
 
 
 @pytest.fixture(scope='module')

@@ -21,11 +21,6 @@ from cecm_ros.domains.tidyup.tasks import TaskGenerator
 
 
 @pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
-
-
-@pytest.fixture(scope='module')
 def planners(model):
     """Separate planners (separate caches and processes) for the robot and the human, so
     agreeing plans are computed twice rather than shared."""

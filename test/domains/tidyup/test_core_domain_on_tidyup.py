@@ -22,10 +22,6 @@ from cecm_ros.domains.tidyup.tasks import TaskGenerator
 WASH_OUTSIDE_KITCHEN = ['wash_living_room', 'wash_bedroom', 'wash_study', 'wash_bathroom']
 
 
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
-
 
 @pytest.fixture(scope='module')
 def bathroom_sink_model(model):

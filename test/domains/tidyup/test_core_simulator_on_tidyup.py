@@ -6,12 +6,7 @@ from core_fixtures import make_task
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, Task
 from cecm_ros.core.errors import UnknownNameError
 from cecm_ros.core.simulator import WorldSimulator
-from cecm_ros.domains.tidyup.model import TidyUpModel, atom
-
-
-@pytest.fixture(scope='module')
-def model():
-    return TidyUpModel()
+from cecm_ros.domains.tidyup.model import atom
 
 
 @pytest.fixture
