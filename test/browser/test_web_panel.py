@@ -72,8 +72,10 @@ from cecm_ros.msg import (  # noqa: E402
     TaskRequest,
     TeamState,
 )
-from cecm_ros.nodes import web_panel as wp  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_HISTORY, QOS_LATCHED  # noqa: E402
+from cecm_ros.nodes.conversions import state_from_team_state  # noqa: E402
+from cecm_ros.web import codec, server  # noqa: E402
+from cecm_ros.web.session_state import SessionState  # noqa: E402
 
 PANEL = 'web_panel'
 GRAPH = (*NODES[:-1], PANEL, NODES[-1])     # the panel serves before the session starts
@@ -107,21 +109,21 @@ def test_messages_convert_to_rosbridge_json_and_back():
                               theta=[0.25, math.nan], estimate=[True, False],
                               status=['known_present', 'undecided'], tasks_seen=3)
     belief.header.stamp.sec, belief.header.stamp.nanosec = 5, 7
-    data = wp.message_to_json(belief)
+    data = codec.message_to_json(belief)
     assert data['header'] == {'stamp': {'sec': 5, 'nanosec': 7}, 'frame_id': ''}
     assert data['theta'] == [0.25, None] and data['estimate'] == [True, False]
     assert data['tasks_seen'] == 3 and data['status'] == ['known_present', 'undecided']
     json.dumps(data, allow_nan=False)   # strict JSON: NaN became null
-    back = wp.message_from_json(CapabilityBelief, data, 'msg')
+    back = codec.message_from_json(CapabilityBelief, data, 'msg')
     assert list(back.capability_names) == ['a', 'b'] and back.theta[0] == 0.25
     assert math.isnan(back.theta[1]) and back.header.stamp.nanosec == 7
     assert back.tasks_seen == 3 and list(back.estimate) == [True, False]
     plan = JointPlan(task_id='t', steps=[JointStep(robot_action='(move robot kitchen study)',
                                                    human_action='noop')])
-    nested = wp.message_to_json(plan)
+    nested = codec.message_to_json(plan)
     assert nested['steps'] == [{'robot_action': '(move robot kitchen study)',
                                 'human_action': 'noop'}]
-    assert wp.message_from_json(JointPlan, nested, 'msg').steps[0].human_action == 'noop'
+    assert codec.message_from_json(JointPlan, nested, 'msg').steps[0].human_action == 'noop'
 
 
 @pytest.mark.parametrize('data, problem', [
@@ -135,29 +137,29 @@ def test_messages_convert_to_rosbridge_json_and_back():
     ([], 'msg must be a JSON object, got a list'),
 ])
 def test_a_bad_field_is_named(data, problem):
-    with pytest.raises(wp.BridgeError, match=re.escape(problem)):
-        wp.message_from_json(Correction, data, 'msg')
+    with pytest.raises(codec.BridgeError, match=re.escape(problem)):
+        codec.message_from_json(Correction, data, 'msg')
 
 
 def test_type_names_the_rosbridge_ways():
-    assert wp.type_name(Correction) == 'cecm_ros/msg/Correction'
-    assert wp.same_type('cecm_ros/msg/Correction', Correction)
-    assert wp.same_type('cecm_ros/Correction', Correction)   # ROS 1 style, as roslibjs allows
-    assert not wp.same_type('std_msgs/msg/String', Correction)
+    assert codec.type_name(Correction) == 'cecm_ros/msg/Correction'
+    assert codec.same_type('cecm_ros/msg/Correction', Correction)
+    assert codec.same_type('cecm_ros/Correction', Correction)   # ROS 1 style, as roslibjs allows
+    assert not codec.same_type('std_msgs/msg/String', Correction)
 
 
 def test_tokens_and_host_names():
-    assert wp.token_matches(None, '') and wp.token_matches('anything', '')
-    assert wp.token_matches('s3cret', 's3cret')
-    assert not wp.token_matches(None, 's3cret') and not wp.token_matches('s3cre', 's3cret')
+    assert server.token_matches(None, '') and server.token_matches('anything', '')
+    assert server.token_matches('s3cret', 's3cret')
+    assert not server.token_matches(None, 's3cret') and not server.token_matches('s3cre', 's3cret')
     for host in ('localhost:8090', '127.0.0.1:8090', '[::1]:8090', '192.168.1.5', 'a.localhost'):
-        assert wp.local_host_header(host), host
+        assert server.local_host_header(host), host
     for host in ('evil.example:8090', 'localhost.evil.example', ''):
-        assert not wp.local_host_header(host), host
+        assert not server.local_host_header(host), host
 
 
 def test_the_cache_keeps_the_last_messages_with_sequence_numbers():
-    cache = wp.MessageCache({'/a': 2, '/b': 1})
+    cache = server.MessageCache({'/a': 2, '/b': 1})
     for text in ('one', 'two', 'three'):
         cache.add('/a', text)
     entries, seq = cache.snapshot('/a')
@@ -167,10 +169,17 @@ def test_the_cache_keeps_the_last_messages_with_sequence_numbers():
     assert cache.snapshot('/a')[0] == []
 
 
+def session_of(model, window_s):
+    """The panel's derived session, as the node makes it (the graph's state conversion)."""
+    return SessionState(model=model, sender=SENDER,
+                        state_of=functools.partial(state_from_team_state, model),
+                        window_s=window_s)
+
+
 def test_the_session_offers_noop_and_the_robots_applicable_actions():
     model = TidyUpModel()
     task = make_task('t', ['(item-at plate study)'], robot='kitchen', human='study')
-    session = wp.SessionState(model=model, sender=SENDER, window_s=10.0)
+    session = session_of(model, window_s=10.0)
     session.observe('task', TaskRequest(task_id='t', goal_propositions=sorted(task.goal)))
     session.observe('team_state', TeamState(task_id='t', step=0,
                                             true_propositions=sorted(task.initial)))
@@ -194,7 +203,7 @@ def test_the_session_offers_noop_and_the_robots_applicable_actions():
 
 def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_stays_over():
     model = TidyUpModel()
-    session = wp.SessionState(model=model, sender=SENDER, window_s=10.0)
+    session = session_of(model, window_s=10.0)
     session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
     intent = RobotIntent(task_id='t', step=0, action='(pick robot plate kitchen)')
     session.observe('intent', intent)
@@ -214,7 +223,7 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
 @pytest.mark.parametrize('window_s', [10.0, None])
 def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
     """A panel started after a step's window closed hears only the executor's repeats."""
-    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=window_s)
+    session = session_of(TidyUpModel(), window_s=window_s)
     session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
     repeat = RobotIntent(task_id='t', step=3, action='noop', repeated=True)
     assert session.observe('intent', repeat) is True
@@ -229,7 +238,7 @@ def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
 
 
 def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
-    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=None)
+    session = session_of(TidyUpModel(), window_s=None)
     session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
     intent = RobotIntent(task_id='t', step=0, action='noop')
     session.observe('intent', intent)
@@ -258,7 +267,7 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
 
 def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
     """DDS does not order two topics: a new run's first intent may beat its TaskRequest."""
-    session = wp.SessionState(model=TidyUpModel(), sender=SENDER, window_s=10.0)
+    session = session_of(TidyUpModel(), window_s=10.0)
     session.observe('task', TaskRequest(task_id='t1', attempt=1, goal_propositions=[]))
     early = RobotIntent(task_id='t2', attempt=4, step=0, action='noop')
     assert session.observe('intent', early) is False
