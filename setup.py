@@ -20,6 +20,7 @@ NODES = [
     'capability_estimator',
     'joint_planner',
     'executor',
+    'world_sim',
     'household_sim',
     'simulated_human',
     'lifecycle_manager',

@@ -60,7 +60,9 @@ class DomainSpec:
     planners: Mapping[str, str] = field(default_factory=dict)
     panel: str = 'cecm_ros.web.panel_view:FactsView'
     skills: str = 'cecm_ros.nodes.skill_kinds:OneSkill'
-    options: tuple[str, ...] | None = ()   # None: any (a factory taking **options)
+    # The options the model takes, with what each means (None: any, for a factory
+    # taking **options).
+    options: Mapping[str, str] | None = field(default_factory=dict)
     model_class: str = ''
 
     def make(self, **options: Any) -> Domain:
@@ -92,7 +94,10 @@ BUILT_IN: dict[str, DomainSpec] = {spec.name: spec for spec in (
         planners=_PDDL_PLANNERS,
         panel='cecm_ros.domains.tidyup.panel:HouseholdView',
         skills=_PDDL_SKILLS,
-        options=('household', 'capabilities'),
+        options={'household': "household YAML file ('' = the package's "
+                              'config/tidyup_household.yaml)',
+                 'capabilities': "capability catalogue YAML file ('' = the package's "
+                                 'config/capabilities.yaml)'},
         model_class='cecm_ros.domains.tidyup.model:TidyUpModel'),
     DomainSpec(
         name='overcooked',
@@ -102,7 +107,8 @@ BUILT_IN: dict[str, DomainSpec] = {spec.name: spec for spec in (
                   'baseline': 'cecm_ros.domains.overcooked.qlearning:QPolicyPlanner'},
         panel='cecm_ros.domains.overcooked.panel:KitchenView',
         skills='cecm_ros.domains.overcooked.panel:MacroSkills',
-        options=('file',),
+        options={'file': "Overcooked domain file: kitchens, recipes, capabilities ('' "
+                         "= the package's config/domains/overcooked/domain.yaml)"},
         model_class='cecm_ros.domains.overcooked.model:OvercookedDomain'),
 )}
 # A user's PDDL domain file (domain.yaml): not found by name, but by its path.
@@ -110,7 +116,7 @@ PDDL_FILE = DomainSpec(
     name='pddl-file',
     description="a user's PDDL domain from a domain.yaml",
     model='cecm_ros.domains.pddl.loading:load_file_domain',
-    planners=_PDDL_PLANNERS, skills=_PDDL_SKILLS, options=('path',),
+    planners=_PDDL_PLANNERS, skills=_PDDL_SKILLS, options={'path': 'the domain.yaml'},
     model_class='cecm_ros.domains.pddl.file_domain:FileDomain')
 
 
@@ -176,7 +182,7 @@ def domain_spec(name: str) -> DomainSpec | None:
                       'neither a DomainSpec nor a factory')
 
 
-def _factory_options(factory: Callable[..., Any]) -> tuple[str, ...] | None:
+def _factory_options(factory: Callable[..., Any]) -> dict[str, str] | None:
     """The option names a factory takes (None when it takes any: ``**options``)."""
     try:
         parameters = list(inspect.signature(factory).parameters.values())
@@ -184,8 +190,8 @@ def _factory_options(factory: Callable[..., Any]) -> tuple[str, ...] | None:
         return None
     if any(p.kind == p.VAR_KEYWORD for p in parameters):
         return None
-    return tuple(p.name for p in parameters
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    return {p.name: '' for p in parameters
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 def load_domain(spec: str | Path | None = None, **options: Any) -> Domain:

@@ -52,7 +52,14 @@ from rclpy.validate_topic_name import validate_topic_name
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import CecmError
-from cecm_ros.domains import DEFAULT_DOMAIN, available_domains, load_domain
+from cecm_ros.domains import (
+    BUILT_IN,
+    DEFAULT_DOMAIN,
+    DomainSpec,
+    available_domains,
+    domain_spec,
+    load_domain,
+)
 from cecm_ros.domains.tidyup.household import Household
 from cecm_ros.nodes.skill_kinds import ALL as ALL_SKILLS
 from cecm_ros.nodes.skill_kinds import WAIT as WAIT_SKILL
@@ -294,22 +301,60 @@ class CecmNode(LifecycleNode):
         return self.get_parameter(name).value
 
     def load_model(self) -> Domain:
-        """The domain of ``domain``, with TidyUP's ``household_file`` and
-        ``capabilities_file`` ('' = the package's files): the one the parameter checks
-        loaded already, so a node grounds (and a domain file is checked) once."""
-        return domain_of(self.param('domain'), self.param('household_file'),
-                         self.param('capabilities_file'))
+        """The domain of ``domain`` with its options (``<domain>.<option>``): the one the
+        parameter checks loaded already, so a node grounds (and a domain file is
+        checked) once."""
+        if not getattr(self, '_aliases_said', False):
+            self._aliases_said = True
+            for alias, option in OPTION_ALIASES.items():
+                if self.param(alias):
+                    self.get_logger().warning(
+                        f'parameter {alias!r} is the older name of {option!r}; it is read '
+                        f'as {option!r} when that is unset')
+        return domain_of(self.param('domain'), self.domain_options())
+
+    def domain_options(self, domain: str | None = None) -> dict[str, str]:
+        """The options of ``domain`` (the node's by default) its parameters give, unset
+        ones left out."""
+        spec = _spec_named(self.param('domain') if domain is None else domain)
+        if spec is None or not spec.options:
+            return {}
+        options = {}
+        for option in spec.options:
+            name = f'{spec.name}.{option}'
+            value = self.param(name) if self.has_parameter(name) else ''
+            alias = next((a for a, o in OPTION_ALIASES.items() if o == name), None)
+            if not value and alias is not None:
+                value = self.param(alias)
+            if value:
+                options[option] = str(value)
+        return options
 
     def declare_model_parameters(self) -> None:
-        self.declare('household_file', '',
-                     "Household YAML file; '' = the package's config/tidyup_household.yaml",
+        """``domain`` and every registered domain's options, namespaced by the domain
+        (``tidyup.household``, ``overcooked.file``); a plug-in domain's options once the
+        node knows it is the one."""
+        checks = {'tidyup.household': _loads(Household),
+                  'tidyup.capabilities': _loads(CapabilityCatalog)}
+        for spec in BUILT_IN.values():
+            self._declare_options(spec, checks)
+        self.declare('household_file', '', "Older name of 'tidyup.household'",
                      check=_loads(Household))
-        self.declare('capabilities_file', '',
-                     "Capability catalogue YAML file; '' = the package's "
-                     'config/capabilities.yaml', check=_loads(CapabilityCatalog))
+        self.declare('capabilities_file', '', "Older name of 'tidyup.capabilities'",
+                     check=_loads(CapabilityCatalog))
         self.declare('domain', DEFAULT_DOMAIN,
                      'The domain: a registered name (cecm domains) or a domain file',
                      check=self._domain_check)
+        spec = _spec_named(self.param('domain'))
+        if spec is not None and spec.name not in BUILT_IN:
+            self._declare_options(spec, {})
+
+    def _declare_options(self, spec, checks: dict) -> None:
+        for option, meaning in (spec.options or {}).items():
+            name = f'{spec.name}.{option}'
+            if not self.has_parameter(name):
+                self.declare(name, '', f'Domain {spec.name}: {meaning or option}',
+                             check=checks.get(name))
 
     def declare_plan_store(self) -> None:
         """The ``plan_store`` parameter of a node that plans (see :meth:`planner_options`)."""
@@ -335,7 +380,7 @@ class CecmNode(LifecycleNode):
         if problem:
             return problem
         try:
-            domain_of(spec, self.param('household_file'), self.param('capabilities_file'))
+            domain_of(spec, self.domain_options(spec))
         except CecmError as error:
             return str(error)
         return ''
@@ -344,8 +389,7 @@ class CecmNode(LifecycleNode):
         """The domain of the parameters, or None when it does not load (the ``domain``
         parameter reports that once; checks that depend on it then pass)."""
         try:
-            return domain_of(self.param('domain'), self.param('household_file'),
-                             self.param('capabilities_file'))
+            return domain_of(self.param('domain'), self.domain_options())
         except CecmError:
             return None
 
@@ -738,23 +782,48 @@ def _known_domain(spec: str) -> str:
     return f'unknown domain; domains: {", ".join(available_domains())} or a domain file'
 
 
-def model_from_files(household_file: str, capabilities_file: str,
-                     domain: str = DEFAULT_DOMAIN) -> Domain:
-    """The domain; an empty path means the package's default file."""
-    return load_domain(domain, household=household_file or None,
-                       capabilities=capabilities_file or None)
+# Parameters of every node from before domain options were namespaced, and the option
+# each now stands for (read when that one is unset; a warning says so once).
+OPTION_ALIASES = {'household_file': 'tidyup.household',
+                  'capabilities_file': 'tidyup.capabilities'}
 
 
-_DOMAINS: dict[tuple[str, str, str], Domain] = {}
+def _spec_named(domain: str) -> DomainSpec | None:
+    """The spec of a domain parameter's value (a name or a domain file), or None when it
+    names nothing loadable (the ``domain`` parameter's check says why)."""
+    try:
+        spec = domain_spec(str(domain).strip())
+    except CecmError:
+        return None
+    return spec
 
 
-def domain_of(domain: str, household_file: str, capabilities_file: str) -> Domain:
-    """A domain for checking parameters against (loaded once per process and setting)."""
-    key = (domain, household_file, capabilities_file)
+def plain_node_domain_options(node, domain: str) -> dict[str, str]:
+    """For a node that is not a CecmNode (the console): declare ``domain``'s options
+    and their older names as plain parameters, and return the ones set."""
+    spec = _spec_named(domain)
+    options = {}
+    for option in (spec.options or {}) if spec is not None else {}:
+        name = f'{spec.name}.{option}'
+        value = node.declare_parameter(name, '').value
+        alias = next((a for a, o in OPTION_ALIASES.items() if o == name), None)
+        if not value and alias is not None:
+            value = node.declare_parameter(alias, '').value
+        if value:
+            options[option] = str(value)
+    return options
+
+
+_DOMAINS: dict[tuple, Domain] = {}
+
+
+def domain_of(domain: str, options: dict[str, str]) -> Domain:
+    """A domain loaded once per process and setting (the parameter checks and the node's
+    configure share it)."""
+    key = (domain, tuple(sorted(options.items())))
     if key not in _DOMAINS:
-        _DOMAINS[key] = model_from_files(household_file, capabilities_file, domain)
+        _DOMAINS[key] = load_domain(domain, **options)
     return _DOMAINS[key]
-
 
 
 def destroy_all(node: CecmNode, entities) -> None:

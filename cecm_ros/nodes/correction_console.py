@@ -31,7 +31,13 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.domains import DEFAULT_DOMAIN
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
 from cecm_ros.nodes import conversions as conv
-from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED, model_from_files, run_node
+from cecm_ros.nodes.common import (
+    QOS_EVENTS,
+    QOS_LATCHED,
+    domain_of,
+    plain_node_domain_options,
+    run_node,
+)
 
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
@@ -45,9 +51,7 @@ class CorrectionConsole(Node):
         super().__init__('correction_console', **kwargs)
         self.sender = self.declare_parameter('sender', 'keyboard').value
         domain = self.declare_parameter('domain', DEFAULT_DOMAIN).value
-        household = self.declare_parameter('household_file', '').value
-        catalogue = self.declare_parameter('capabilities_file', '').value
-        self.model = model_from_files(household, catalogue, domain)
+        self.model = domain_of(domain, plain_node_domain_options(self, domain))
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None

@@ -51,8 +51,8 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.nodes.household_sim import DEFAULT_SKILLS
 from cecm_ros.nodes.skill_kinds import served_kinds
+from cecm_ros.nodes.world_sim import DEFAULT_SKILLS
 from cecm_ros.srv import PlanTask
 
 TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids

@@ -103,7 +103,7 @@ def write_params(base: Path, args, out: Path) -> Path:
     params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
     if getattr(args, 'web', False):
         _web_settings(params, settings, args)
-    files = {'household_file': args.household, 'capabilities_file': args.capabilities_file}
+    files = {'tidyup.household': args.household, 'tidyup.capabilities': args.capabilities_file}
     domain = getattr(args, 'domain', None)
     if domain and Path(domain).is_file():
         domain = str(Path(domain).resolve())
@@ -119,7 +119,9 @@ def write_params(base: Path, args, out: Path) -> Path:
             entry['domain'] = domain
         for key, value in files.items():
             if value:
-                entry[key] = str(Path(value).resolve())
+                # Nested as in the parameters file: tidyup: {household: ...}.
+                section, option = key.split('.')
+                entry.setdefault(section, {})[option] = str(Path(value).resolve())
     path = out / 'params.yaml'
     path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
                     + yaml.safe_dump(params, sort_keys=False))

@@ -1067,7 +1067,7 @@ RUN_TIME = [
                  "'fly' is not a skill kind of domain 'tidyup'", id='household_sim-skill-kind'),
     pytest.param('household_sim', {'robot_skill_namespace': 'bad name'},
                  'Invalid topic name', id='household_sim-ros-name'),
-    pytest.param('household_sim', {'household_file': '/no/such/household.yaml'},
+    pytest.param('household_sim', {'tidyup.household': '/no/such/household.yaml'},
                  'cannot read household file /no/such/household.yaml',
                  id='household_sim-model-file'),
     # joint_planner

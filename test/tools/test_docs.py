@@ -12,13 +12,13 @@ from paths import REPO  # noqa: E402
 rclpy = pytest.importorskip('rclpy')
 
 DOC = REPO / 'docs' / 'nodes.md'
-NODES = {'household_sim': 'HouseholdSim', 'joint_planner': 'JointPlannerNode',
+NODES = {'world_sim': 'WorldSim', 'joint_planner': 'JointPlannerNode',
          'capability_estimator': 'CapabilityEstimator', 'simulated_human': 'SimulatedHumanNode',
          'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel',
          'skill_bridge': 'SkillBridge'}
 # Documented once for every node, at the top of the section "Nodes".
 COMMON = {'use_sim_time', 'start_type_description_service', 'domain', 'household_file',
-          'capabilities_file'}
+          'capabilities_file', 'tidyup.household', 'tidyup.capabilities', 'overcooked.file'}
 
 
 def _section(node: str) -> str:

@@ -23,6 +23,7 @@ EXPECTED_NODES = {
     'capability_estimator',
     'joint_planner',
     'executor',
+    'world_sim',
     'household_sim',
     'simulated_human',
     'lifecycle_manager',
@@ -297,3 +298,19 @@ def test_team_state_pub_sub_across_processes(ros_env, tmp_path):
     assert received, f'no TeamState received from the publisher process; its output:\n{output}'
     assert received[0].task_id == 'dds-check'
     assert list(received[0].true_propositions) == ['p']
+
+
+def test_the_generic_graph_parameters_are_the_tidyup_ones_under_generic_names():
+    """config/cecm_graph.yaml (cecm_graph.launch.py) and config/tidyup_sim.yaml
+    (tidyup_sim.launch.py, cecm demo) differ only in the world node's name."""
+    import yaml
+
+    generic = yaml.safe_load((REPO / 'config' / 'cecm_graph.yaml').read_text())
+    tidyup = yaml.safe_load((REPO / 'config' / 'tidyup_sim.yaml').read_text())
+    generic['household_sim'] = generic.pop('world_sim')
+    manager = generic['lifecycle_manager']['ros__parameters']
+    manager['node_names'] = ['household_sim' if n == 'world_sim' else n
+                             for n in manager['node_names']]
+    assert generic['task_manager']['ros__parameters'].pop('reset_service') == \
+        'world_sim/reset_world'
+    assert generic == tidyup

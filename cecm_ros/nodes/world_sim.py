@@ -1,0 +1,279 @@
+"""world_sim: the simulated world of any domain, advanced in lockstep joint steps.
+
+The world is the core :class:`~cecm_ros.core.simulator.WorldSimulator` with the
+self-loop rule, run with the human's TRUE capabilities (parameter ``partner``).
+Both agents act through ExecuteSkill action servers, one per agent and skill kind
+(``robot/skills/pick``, ``human/skills/wait``, ...). A goal names the joint step it
+is for (task, run of the task and step); the world waits until it holds one action
+from each agent for the current step, applies the joint step (human first, then
+robot), publishes ``team_state`` and then completes both goals.
+``<node>/reset_world`` starts a task (step 0). The TidyUP graph runs it under its first
+name, ``household_sim`` (the executable of that name is this node).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rcl_interfaces.msg import ParameterType
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+
+from cecm_ros.action import ExecuteSkill
+from cecm_ros.core.domain import HUMAN, ROBOT
+from cecm_ros.core.simulator import WorldSimulator
+from cecm_ros.msg import TeamState
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.common import (
+    ALL_SKILLS,
+    EXECUTOR_THREADS,
+    QOS_TEAM_STATE,
+    CecmNode,
+    StopRequestedError,
+    ros_name,
+    run_node,
+)
+from cecm_ros.nodes.skill_kinds import served_kinds
+from cecm_ros.srv import ResetWorld
+
+# TidyUP's skill kinds, whose robot servers the executor names by parameter.
+DEFAULT_SKILLS = ['move', 'pick', 'place', 'wash', conv.WAIT]
+
+
+class WorldSim(CecmNode):
+    def __init__(self, node_name: str = 'world_sim', **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.declare_model_parameters()
+        self.declare('partner', 'low_capability',
+                     "The simulated human's TRUE capabilities: a partner type name or a "
+                     'vector spec name=0,name=1,... (over all ones)',
+                     check=self.partner_check())
+        self.declare('robot_skill_namespace', 'robot/skills',
+                     'Namespace of the robot skill action servers (<namespace>/<kind>)',
+                     check=ros_name(suffix='/move'))
+        self.declare('human_skill_namespace', 'human/skills',
+                     'Namespace of the human skill action servers (<namespace>/<kind>)',
+                     check=ros_name(suffix='/move'))
+        self.declare('skills', [ALL_SKILLS],
+                     'Skill kinds served for each agent: kinds of the domain (its action '
+                     'schemas) and "wait" for noop; [all] = all of them',
+                     ParameterType.PARAMETER_STRING_ARRAY, check=self.skills_check())
+        self.declare('step_timeout_s', 60.0,
+                     "How long a skill goal waits for the other agent's action of the same "
+                     'step before it is aborted (0 = wait forever)', low=0.0, high=3600.0)
+        self.declare('max_parked_goals', 4,
+                     'Skill goals that may wait for their step at once (a step needs two); '
+                     "more are rejected, so waiting goals never take all of the node's "
+                     f'{EXECUTOR_THREADS} executor threads', low=2, high=EXECUTOR_THREADS - 2)
+        self.world: WorldSimulator | None = None
+        self.task = None
+        self.attempt = 0             # TaskRequest.attempt of the task's current run
+        self.generation = 0          # incremented by every reset; stale goals abort
+        self.pending: dict[str, str] = {}
+        self.outcomes: dict[int, tuple] = {}
+        self._cancel_requested: set[bytes] = set()
+        self.parked = 0   # skill goals accepted and not finished
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        self.model = self.load_model()
+        spec = self.param('partner')
+        self.truth = self.model.catalog.resolve(spec)
+        self.step_timeout = self.param('step_timeout_s') or None
+        skills = served_kinds(self.model, self.param('skills'))
+        self.team_state_pub = self.create_lifecycle_publisher(
+            TeamState, 'team_state', QOS_TEAM_STATE)
+        self._entities = [self.team_state_pub, self.create_service(
+            ResetWorld, '~/reset_world', self.guarded_service(self._on_reset, 'reset_world'),
+            callback_group=self.group)]
+        for agent, namespace in ((ROBOT, self.param('robot_skill_namespace')),
+                                 (HUMAN, self.param('human_skill_namespace'))):
+            for kind in skills:
+                name = f'{namespace.rstrip("/")}/{kind}'
+                self._entities.append(ActionServer(
+                    self, ExecuteSkill, name,
+                    execute_callback=self._executor_for(agent, kind),
+                    goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+                    callback_group=self.group))
+        self.get_logger().info(
+            f'domain {self.model.describe()}, human capabilities '
+            f'{spec!r} (lacks {self.model.catalog.describe_missing(self.truth)}); skills '
+            f'{", ".join(skills)} for robot and human')
+
+    def deactivate(self) -> None:
+        with self.locked():
+            self.generation += 1   # abort goals waiting for a partner action
+            self.pending.clear()
+        self.notify()
+
+    def teardown(self) -> None:
+        self.deactivate()
+        super().teardown()
+        self.world = None
+
+    # -------------------------------------------------------------------- reset
+    def _on_reset(self, request: ResetWorld.Request, response: ResetWorld.Response):
+        if not self.active:
+            response.success, response.message = False, 'household_sim is not active'
+            return response
+        try:
+            task = conv.task_from_msg(self.model, request.task)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'reset_world rejected: {error}')
+            response.success, response.message = False, str(error)
+            return response
+        start = self.model.initial_state(task)
+        with self.locked():
+            self.generation += 1
+            self.task, self.attempt = task, request.task.attempt
+            self.world = WorldSimulator(self.model, self.truth, start)
+            self.pending.clear()
+            self.outcomes.clear()
+            self.team_state_pub.publish(conv.team_state_msg(
+                self.model, task.task_id, 0, start, stamp=self.stamp()))
+        self.notify()
+        self.get_logger().info(f'world reset for task {task.task_id} '
+                               f'({len(task.goal)} goal propositions)')
+        response.success = True
+        response.message = f'world reset for task {task.task_id}'
+        return response
+
+    # ------------------------------------------------------------------- skills
+    def _on_goal(self, goal) -> GoalResponse:
+        # Validation happens in execute, so that a refusal reaches the client as an
+        # aborted goal with a message (a rejection carries none). Only the number of
+        # goals held at once is decided here, under the lock.
+        if not self.active:
+            return GoalResponse.REJECT
+        with self.locked():
+            if self.parked >= self.param('max_parked_goals'):
+                self.get_logger().warning(
+                    f'skill goal {goal.action!r} for step {goal.step} rejected: '
+                    f'{self.parked} goals are waiting already (max_parked_goals)')
+                return GoalResponse.REJECT
+            self.parked += 1
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        with self.locked():
+            self._cancel_requested.add(bytes(goal_handle.goal_id.uuid))
+        self.notify()
+        return CancelResponse.ACCEPT
+
+    def _executor_for(self, agent: str, kind: str):
+        def execute(goal_handle):
+            try:
+                return self._execute(agent, kind, goal_handle)
+            except StopRequestedError as stopped:
+                return _finish(goal_handle, 'abort', str(stopped))
+            except Exception as error:  # noqa: BLE001 - never crash the executor
+                self.get_logger().error(f'{agent}/{kind}: {error}')
+                return _finish(goal_handle, 'abort', f'internal error: {error}')
+            finally:
+                with self.locked():
+                    self.parked = max(0, self.parked - 1)
+        return execute
+
+    def _check_goal(self, agent: str, kind: str, goal) -> tuple[str, str]:
+        """(canonical action, '') or ('', reason the goal cannot run). Holds the lock."""
+        if self.world is None or self.task is None:
+            return '', 'no task: call household_sim/reset_world first'
+        if goal.task_id != self.task.task_id:
+            return '', (f'goal is for task {goal.task_id!r} but the world runs task '
+                        f'{self.task.task_id!r}')
+        if goal.attempt != self.attempt:
+            # Sent during an earlier (or later) run of this task: its step numbers
+            # belong to that run.
+            return '', (f'goal is for attempt {goal.attempt} of task {goal.task_id} but '
+                        f'the world runs attempt {self.attempt}')
+        step = len(self.world.trajectory) - 1
+        if goal.step != step:
+            return '', (f'goal is for step {goal.step} but the world is at step {step} of '
+                        f'task {self.task.task_id}')
+        try:
+            action = conv.canonical_action(self.model, goal.action, agent, f'{agent} action')
+        except conv.MessageError as error:
+            return '', str(error)
+        wanted = conv.skill_kind(self.model, action)
+        if wanted != kind:
+            return '', f'{action} is a {wanted!r} skill, sent to the {kind!r} server'
+        if agent in self.pending:
+            return '', (f'the {agent} already sent {self.pending[agent]} for step {step}')
+        return action, ''
+
+    def _execute(self, agent: str, kind: str, goal_handle):
+        goal = goal_handle.request
+        with self.locked():
+            action, problem = self._check_goal(agent, kind, goal)
+            if problem:
+                self.get_logger().warning(f'{agent} skill {kind!r} refused: {problem}')
+                return _finish(goal_handle, 'abort', problem)
+            generation, step = self.generation, goal.step
+            self.pending[agent] = action
+            if len(self.pending) == 2:
+                self._apply_step()
+        self.notify()
+        uuid = bytes(goal_handle.goal_id.uuid)
+
+        def settled() -> bool:
+            return (self.generation != generation or step in self.outcomes
+                    or uuid in self._cancel_requested)
+
+        done = self.wait_until(settled, self.step_timeout)
+        with self.locked():
+            self._cancel_requested.discard(uuid)
+            if self.generation == generation and step in self.outcomes:
+                robot, human = self.outcomes[step]
+                outcome = robot if agent == ROBOT else human
+                message = outcome.reason or 'applied'
+                return _finish(goal_handle, 'succeed', message, outcome.changed)
+            if self.generation == generation and self.pending.get(agent) == action:
+                del self.pending[agent]   # withdrawn: the step has not happened
+            other = HUMAN if agent == ROBOT else ROBOT
+            if self.generation != generation:
+                reason = 'the world was reset or deactivated before the step happened'
+            elif done:
+                return _finish(goal_handle, 'canceled', f'{action} canceled before step {step}')
+            else:
+                reason = (f'no {other} action for step {step} within '
+                          f'{self.step_timeout:g} s')
+        self.get_logger().warning(f'{agent} {action} aborted: {reason}')
+        return _finish(goal_handle, 'abort', reason)
+
+    def _apply_step(self) -> None:
+        """Both actions are in: apply the joint step and publish the new state."""
+        step = len(self.world.trajectory) - 1
+        robot_action, human_action = self.pending[ROBOT], self.pending[HUMAN]
+        robot, human = self.world.step(robot_action, human_action)
+        self.pending.clear()
+        self.outcomes[step] = (robot, human)
+        self.team_state_pub.publish(conv.team_state_msg(
+            self.model, self.task.task_id, step + 1, self.world.state,
+            robot_action=robot_action, human_action=human_action, stamp=self.stamp()))
+        loops = [f'{o.agent} {o.action} self-loops ({o.reason})'
+                 for o in (human, robot) if o.self_loop]
+        self.get_logger().info(
+            f'task {self.task.task_id} step {step}: human {human_action}, robot '
+            f'{robot_action}' + ('; ' + '; '.join(loops) if loops else ''))
+
+
+def _finish(goal_handle, how: str, message: str, changed: bool = False):
+    result = ExecuteSkill.Result(success=how == 'succeed', state_changed=changed,
+                                 message=message)
+    try:
+        if how == 'succeed':
+            goal_handle.succeed()
+        elif how == 'canceled':
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+    except Exception:  # noqa: BLE001 - the goal may be gone (shutdown, client left)
+        pass
+    return result
+
+
+def main(args=None) -> int:
+    return run_node(WorldSim, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""The simulated node graph of any domain: six lifecycle nodes and the lifecycle manager.
+
+    ros2 launch cecm_ros cecm_graph.launch.py domain:=overcooked num_tasks:=2
+    ros2 launch cecm_ros cecm_graph.launch.py web:=true answer_intents:=false
+
+The world simulator runs as ``world_sim`` with the parameters of config/cecm_graph.yaml;
+tidyup_sim.launch.py is this graph under the TidyUP names it always had
+(``household_sim``, config/tidyup_sim.yaml).
+
+``web:=true`` adds the browser correction panel (web_panel, managed like the others;
+its URL is in the log) and gives a person 30 s per intent unless
+``correction_window_s`` says otherwise; with ``answer_intents:=false`` the simulated
+partner leaves the answers to that person.
+
+Parameters come from ``params_file`` (default: the package's config/cecm_graph.yaml);
+the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
+override it when given (empty = keep the file's value); another ``domain:=`` without
+``partner:=`` takes that domain's default partner (Overcooked: ``type_2``), as the
+file's partner is a TidyUP type. The
+lifecycle manager configures and activates the nodes in order; the task manager then
+runs the session. When the task manager exits (exit_when_done:=true) the whole launch
+shuts down. A node process that dies is respawned, and the lifecycle manager brings it
+back to active.
+With record:=true a session_recorder records every topic into an MCAP file
+(record_path, default ~/.ros/cecm_ros/recordings/).
+"""
+
+import os
+from functools import partial
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = 'cecm_ros'
+WORLD = 'world_sim'   # the world simulator's executable
+# Start order after the world node; the lifecycle manager configures them all, then
+# activates them all.
+NODES = ['joint_planner', 'capability_estimator', 'simulated_human', 'executor',
+         'task_manager']
+WEB_PANEL = 'web_panel'
+PERSON_WINDOW_S = 30.0   # with web:=true: seconds a person gets to answer each intent
+
+RESPAWN_DELAY_S = 1.0
+
+
+def _config(name: str) -> str:
+    return os.path.join(get_package_share_directory(PACKAGE), 'config', name)
+
+
+ARGUMENTS = {
+    'params_file': ('', "Parameters file with one section per node; '' = the package's "
+                        'config/cecm_graph.yaml (tidyup_sim.launch.py: tidyup_sim.yaml)'),
+    'domain': ('', "The domain of every node: a registered name (cecm domains) or a domain "
+                   "file; '' = params_file (tidyup)"),
+    'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
+                    "(the world node, simulated_human, task_manager); '' = params_file "
+                    "(another domain: that domain's default, Overcooked type_2)"),
+    'num_tasks': ('', "Tasks in the session; '' = params_file (5)"),
+    'seed': ('', "Seed of the task generator and of CE-CM's sampling; '' = params_file (0)"),
+    'samples': ('', "CE-CM samples per task; '' = params_file (500)"),
+    'method': ('', "Estimator: cecm, cecm_div, optimistic or pessimistic; "
+                   "'' = params_file (cecm)"),
+    'inference': ('', "CE-CM's inference: posterior (every hypothesis explains every task), "
+                      "paper (Algorithm 1 as published) or sequential; '' = params_file "
+                      '(posterior)'),
+    'likelihood': ('', "How the posterior weighs a task: stepwise, usage, kernel or "
+                       "indicator (docs/design.md); '' = params_file (the domain's)"),
+    'proposal': ('', "abc inference draws samples from the 'prior' or the current 'belief'; "
+                     "'' = params_file (the inference preset's)"),
+    'window': ('', "Keep this many recent tasks as evidence, 0 = all, -1 = the inference "
+                   "preset's; '' = params_file (-1)"),
+    'task_choice': ('', "given (the tasks in their order) or informative (the most "
+                        "informative of task_candidates each time); '' = params_file (given)"),
+    'task_candidates': ('', "Candidates per informative choice; '' = params_file (5)"),
+    'summary_path': ('', "Where the task manager writes summary.json; '' = params_file"),
+    'partner_id': ('', "Whose profile the estimator keeps and resumes; '' = params_file "
+                       '(partner)'),
+    'store_path': ('', "The partner store (SQLite); 'memory' = kept in memory only; '' = "
+                       'params_file (~/.ros/cecm_ros/partners-{domain}.sqlite)'),
+    'plan_store': ('', "Plans kept on disk for later runs (SQLite) by the nodes that plan: "
+                       "'off' = none, a file path, or '' = params_file (the user's cache: "
+                       '$XDG_CACHE_HOME/cecm_ros/plans.sqlite)'),
+    'journal_dir': ('', "Where session journals go; 'none' = no journal; '' = params_file "
+                        '(~/.ros/cecm_ros/sessions)'),
+    'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "
+                          'params_file (40)'),
+    'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
+    'partner_behaviour': ('', "How the simulated partner departs from the optimal one: "
+                              'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
+                              "preference or detour:P (docs/partners.md); '' = params_file"),
+    'answer_intents': ('', "false: the simulated partner leaves the robot's intents to a "
+                           "person (correction_console); '' = params_file (true)"),
+    'correction_window_s': ('', "Seconds the robot waits for an answer to each intent; "
+                                "'' = params_file (2.0), or 30 with web:=true"),
+    'web': ('false', 'true: also start the browser correction panel (web_panel)'),
+    'web_host': ('', "Address the panel listens on; '' = params_file (127.0.0.1)"),
+    'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
+    'web_token': ('', "Access token the panel requires; '' = params_file (there '': a "
+                      'random one per start of the panel, printed in the URL it logs)'),
+    'web_allow_without_token': ('', "true: serve the panel without any token (development "
+                                    "only; it warns); '' = params_file (false)"),
+    'log_level': ('info', 'Log level of every node'),
+    'record': ('false', 'true: also start session_recorder, which records every topic into '
+                        'an MCAP file'),
+    'record_path': ('', "Its output file or folder; '' = params_file "
+                        '(~/.ros/cecm_ros/recordings/)'),
+}
+
+
+def _overrides(context, world: str) -> dict[str, dict]:
+    """Per-node parameter overrides from the launch arguments that were given (the world
+    node is named ``world``)."""
+    def value(name):
+        return LaunchConfiguration(name).perform(context).strip()
+
+    def typed(text, kind):
+        if kind is bool:
+            return text.lower() in ('1', 'true', 'yes', 'on')
+        return kind(text)
+
+    per_node = {node: {} for node in (world, *NODES, WEB_PANEL)}
+    # The task manager starts each task at the world node, whatever it is named.
+    per_node['task_manager']['reset_service'] = f'{world}/reset_world'
+    wiring = {
+        'domain': (str, [world, *NODES, WEB_PANEL]),
+        'partner': (str, [world, 'simulated_human', 'task_manager']),
+        'num_tasks': (int, ['task_manager']),
+        'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
+        'samples': (int, ['capability_estimator']),
+        'method': (str, ['capability_estimator']),
+        'inference': (str, ['capability_estimator']),
+        'likelihood': (str, ['capability_estimator']),
+        'proposal': (str, ['capability_estimator']),
+        'window': (int, ['capability_estimator']),
+        'task_choice': (str, ['task_manager']),
+        'task_candidates': (int, ['task_manager']),
+        'summary_path': (str, ['task_manager']),
+        'partner_id': (str, ['capability_estimator', 'task_manager']),
+        'store_path': (str, ['capability_estimator']),
+        'plan_store': (str, ['joint_planner', 'capability_estimator', 'simulated_human',
+                             'task_manager']),
+        'journal_dir': (str, ['task_manager']),
+        'heldout_tasks': (int, ['task_manager']),
+        'exit_when_done': (bool, ['task_manager']),
+        'answer_intents': (bool, ['simulated_human']),
+        'partner_behaviour': (str, ['simulated_human']),
+        'correction_window_s': (float, ['executor']),
+        'web_host': (str, [WEB_PANEL]),
+        'web_port': (int, [WEB_PANEL]),
+        'web_token': (str, [WEB_PANEL]),
+        'web_allow_without_token': (bool, [WEB_PANEL]),
+    }
+    web_names = {'web_host': 'host', 'web_port': 'port', 'web_token': 'access_token',
+                 'web_allow_without_token': 'allow_without_token'}
+    for argument, (kind, nodes) in wiring.items():
+        text = value(argument)
+        if text:
+            for node in nodes:
+                per_node[node][web_names.get(argument, argument)] = typed(text, kind)
+    partner = _default_partner(value('domain')) if not value('partner') else ''
+    if partner:
+        for node in wiring['partner'][1]:
+            per_node[node]['partner'] = partner
+    if _web(context):
+        if not value('correction_window_s'):
+            per_node['executor']['correction_window_s'] = PERSON_WINDOW_S
+        # The partner and the panel both hear each intent: the first one must not go out
+        # before the partner's subscription has matched (the panel's may match first).
+        per_node['executor']['intent_subscribers'] = 2
+    return per_node
+
+
+def _default_partner(domain: str) -> str:
+    """The domain's own default partner when domain:= names another domain than the
+    parameters file's (whose partner is a TidyUP type); '' to keep the file's."""
+    if not domain or domain == 'tidyup':
+        return ''
+    from cecm_ros.core.errors import CecmError
+    from cecm_ros.domains import load_domain
+
+    try:
+        return load_domain(domain).default_partner()
+    except CecmError:
+        return ''   # the nodes refuse the domain and say why
+
+
+def _web(context) -> bool:
+    return LaunchConfiguration('web').perform(context).strip().lower() in \
+        ('1', 'true', 'yes', 'on')
+
+
+def _shut_down_after_the_session(event, context):
+    # Only a finished session (exit code 0 or 1, exit_when_done) ends the launch: a task
+    # manager that was killed or crashed is respawned and resumes its session. It also
+    # exits when the launch itself is stopping (Ctrl-C, or launch_testing's end); a
+    # second Shutdown then would make launch_ros stop its adapter twice and log an error.
+    if context.is_shutdown or event.returncode not in (0, 1):
+        return None
+    return [LogInfo(msg='task_manager exited; shutting the graph down'),
+            EmitEvent(event=Shutdown(reason='task_manager finished'))]
+
+
+def _nodes(context, world: str, default_params: str):
+    params_file = LaunchConfiguration('params_file').perform(context).strip() or \
+        _config(default_params)
+    log_level = LaunchConfiguration('log_level').perform(context)
+    overrides = _overrides(context, world)
+    names = [world, *NODES]
+    if _web(context):   # serving before the session starts, so no intent goes by unseen
+        names.insert(names.index('task_manager'), WEB_PANEL)
+    actions = []
+    for name in names:
+        # A node that dies is started again; the lifecycle manager then brings it back
+        # to active and the task manager runs the interrupted task again. A plain Node
+        # action: our lifecycle_manager drives the transitions, and launch_ros's
+        # LifecycleNode would add a ROS node in the launch process with a subscription
+        # and a client per node to discover (about 0.6 s of bring-up, measured).
+        node = Node(
+            package=PACKAGE, executable=WORLD if name == world else name, name=name,
+            namespace='',
+            parameters=[params_file, overrides[name]], output='screen',
+            arguments=['--ros-args', '--log-level', log_level],
+            respawn=True, respawn_delay=RESPAWN_DELAY_S)
+        actions.append(node)
+        if name == 'task_manager':
+            actions.append(RegisterEventHandler(OnProcessExit(
+                target_action=node, on_exit=_shut_down_after_the_session)))
+    actions.append(Node(
+        package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
+        parameters=[params_file, {'node_names': names, 'autostart': True}],
+        output='screen', arguments=['--ros-args', '--log-level', log_level],
+        respawn=True, respawn_delay=RESPAWN_DELAY_S))
+    if LaunchConfiguration('record').perform(context).strip().lower() in ('1', 'true', 'yes',
+                                                                            'on'):
+        # A tool, not a managed node: it records until the launch shuts down.
+        path = LaunchConfiguration('record_path').perform(context).strip()
+        actions.append(Node(
+            package=PACKAGE, executable='session_recorder', name='session_recorder',
+            parameters=[params_file, {'output': path} if path else {}], output='screen',
+            arguments=['--ros-args', '--log-level', log_level]))
+    return actions
+
+
+def graph_description(world: str = WORLD, params_file: str = 'cecm_graph.yaml'
+                      ) -> LaunchDescription:
+    """The graph with the world node named ``world`` and ``params_file`` (a file of the
+    package's config folder) as the default parameters."""
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, (default, description) in ARGUMENTS.items()],
+        OpaqueFunction(function=partial(_nodes, world=world, default_params=params_file)),
+    ])
+
+
+def generate_launch_description():
+    return graph_description()
