@@ -22,17 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import (
     LifecycleNode,
@@ -61,6 +53,7 @@ from cecm_ros.domains import (
     load_domain,
 )
 from cecm_ros.domains.tidyup.household import Household
+from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.nodes.skill_kinds import ALL as ALL_SKILLS
 from cecm_ros.nodes.skill_kinds import WAIT as WAIT_SKILL
 from cecm_ros.nodes.skill_kinds import skills_of
@@ -88,10 +81,6 @@ EXECUTOR_THREADS = 8
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
-
-_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
-          float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}
-
 
 class SafeActionClient(ActionClient):
     """rclpy's ActionClient, safe to create while an executor spins the node.
@@ -184,7 +173,7 @@ class StopRequestedError(Exception):
         super().__init__(reason)
 
 
-class CecmNode(LifecycleNode):
+class CecmNode(DeclaredParameters, LifecycleNode):
     """A lifecycle node with declared parameters, one reentrant group and a waiter.
 
     Subclasses implement ``configure`` (read parameters, build core objects, create
@@ -202,103 +191,8 @@ class CecmNode(LifecycleNode):
         self._condition = threading.Condition()
         self._entities: list = []   # what configure() created, for teardown()
         self.planner = None         # a core JointPlanner, for nodes that plan
-        self._choices: dict[str, tuple[str, ...]] = {}
-        self._checks: dict[str, Callable[[Any], str]] = {}
-        self.parameter_errors: list[str] = []   # bad values given at start-up
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.start_parameter_checks()
 
-    # ---------------------------------------------------------------- parameters
-    def declare(self, name: str, default: Any, description: str,
-                param_type: int | None = None, read_only: bool = False, *,
-                low: float | None = None, high: float | None = None,
-                choices: tuple[str, ...] | None = None,
-                check: Callable[[Any], str] | None = None,
-                dynamic_typing: bool = False) -> None:
-        """Declare a parameter with its range (``low``..``high``), its ``choices`` (for a
-        string array: of every element) or a ``check`` (value -> '' or what is wrong).
-
-        A value outside them is refused when set at run time, with the reason. One that
-        comes from a parameters file or the command line is kept out as well: the node
-        starts with the default, and ``configure`` fails naming the parameter, the value
-        and what is allowed, so that the node stays up to be fixed (``ros2 param set``).
-        """
-        if param_type is None:
-            param_type = _TYPES[type(default)]
-        descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
-                                         read_only=read_only, dynamic_typing=dynamic_typing)
-        if low is not None or high is not None:
-            low = -2**62 if low is None else low
-            high = 2**62 if high is None else high
-            if param_type == ParameterType.PARAMETER_INTEGER:
-                descriptor.integer_range = [IntegerRange(from_value=int(low),
-                                                         to_value=int(high), step=1)]
-                descriptor.description += f' [{int(low)}, {int(high)}]'
-            else:
-                descriptor.floating_point_range = [FloatingPointRange(
-                    from_value=float(low), to_value=float(high), step=0.0)]
-                descriptor.description += f' [{float(low):g}, {float(high):g}]'
-        if choices:
-            self._choices[name] = tuple(choices)
-            descriptor.additional_constraints = 'one of: ' + ', '.join(choices)
-        if check is not None:
-            self._checks[name] = check
-        try:
-            self.declare_parameter(name, default, descriptor)
-            problem = self._check_value(name, self.get_parameter(name).value)
-        except (InvalidParameterValueException, InvalidParameterTypeException) as error:
-            # The default is taken as it is: a check that depends on another parameter
-            # (a partner type on the domain) may refuse it too, and the node must start.
-            self._taking_default = True
-            try:
-                self.declare_parameter(name, default, descriptor, ignore_override=True)
-            finally:
-                self._taking_default = False
-            problem = f'parameter {name!r}: {error}'
-        if problem:
-            self.parameter_errors.append(problem)
-            self.get_logger().error(f'{problem}; the node keeps the default {default!r} and '
-                                    'will not configure until this is fixed')
-
-    def _check_value(self, name: str, value) -> str:
-        """What is wrong with ``value`` for ``name`` beyond its type and range ('' = ok)."""
-        allowed = self._choices.get(name)
-        if allowed and isinstance(value, str) and value not in allowed:
-            return f'parameter {name!r} = {value!r} is not one of {", ".join(allowed)}'
-        if allowed and not isinstance(value, str):
-            wrong = [v for v in value if v not in allowed]
-            if wrong:
-                return (f'parameter {name!r}: {wrong[0]!r} is not one of '
-                        f'{", ".join(allowed)}')
-        check = self._checks.get(name)
-        problem = check(value) if check is not None else ''
-        return f'parameter {name!r} = {value!r}: {problem}' if problem else ''
-
-    def check_parameters(self, changes: dict[str, Any]) -> str:
-        """What is wrong with these new values together with the others ('' = ok).
-
-        Override for constraints between parameters; undeclared ones are not set yet.
-        """
-        return ''
-
-    def _on_set_parameters(self, parameters) -> SetParametersResult:
-        """Refuse values outside a parameter's choices or check (rclpy checks types and
-        ranges first), and combinations that ``check_parameters`` refuses."""
-        if getattr(self, '_taking_default', False):
-            return SetParametersResult(successful=True)
-        for parameter in parameters:
-            problem = self._check_value(parameter.name, parameter.value)
-            if problem:
-                return SetParametersResult(successful=False, reason=problem)
-        problem = self.check_parameters({p.name: p.value for p in parameters})
-        if problem:
-            return SetParametersResult(successful=False, reason=problem)
-        for parameter in parameters:
-            self.parameter_errors = [e for e in self.parameter_errors
-                                     if not e.startswith(f'parameter {parameter.name!r}')]
-        return SetParametersResult(successful=True)
-
-    def param(self, name: str) -> Any:
-        return self.get_parameter(name).value
 
     def load_model(self) -> Domain:
         """The domain of ``domain`` with its options (``<domain>.<option>``): the one the
@@ -798,17 +692,22 @@ def _spec_named(domain: str) -> DomainSpec | None:
     return spec
 
 
-def plain_node_domain_options(node, domain: str) -> dict[str, str]:
+def plain_node_domain_options(node: DeclaredParameters, domain: str) -> dict[str, str]:
     """For a node that is not a CecmNode (the console): declare ``domain``'s options
-    and their older names as plain parameters, and return the ones set."""
+    and their older names, and return the ones set."""
     spec = _spec_named(domain)
     options = {}
-    for option in (spec.options or {}) if spec is not None else {}:
+    checks = {'tidyup.household': _loads(Household),
+              'tidyup.capabilities': _loads(CapabilityCatalog)}
+    for option, meaning in ((spec.options or {}) if spec is not None else {}).items():
         name = f'{spec.name}.{option}'
-        value = node.declare_parameter(name, '').value
+        node.declare(name, '', f'Domain {spec.name}: {meaning or option}',
+                     check=checks.get(name))
+        value = node.param(name)
         alias = next((a for a, o in OPTION_ALIASES.items() if o == name), None)
-        if not value and alias is not None:
-            value = node.declare_parameter(alias, '').value
+        if alias is not None:
+            node.declare(alias, '', f'Older name of {name!r}', check=checks.get(name))
+            value = value or node.param(alias)
         if value:
             options[option] = str(value)
     return options

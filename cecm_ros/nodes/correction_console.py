@@ -38,6 +38,7 @@ from cecm_ros.nodes.common import (
     plain_node_domain_options,
     run_node,
 )
+from cecm_ros.nodes.parameters import DeclaredParameters
 
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
@@ -46,12 +47,22 @@ HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
 SETTLED_KEPT = 32
 
 
-class CorrectionConsole(Node):
+class CorrectionConsole(DeclaredParameters, Node):
+    PARAMETER_REFUSED = 'does not start'
+
     def __init__(self, **kwargs):
         super().__init__('correction_console', **kwargs)
-        self.sender = self.declare_parameter('sender', 'keyboard').value
-        domain = self.declare_parameter('domain', DEFAULT_DOMAIN).value
-        self.model = domain_of(domain, plain_node_domain_options(self, domain))
+        self.start_parameter_checks()
+        self.declare('sender', 'keyboard', 'Who the corrections are from (their sender)')
+        self.declare('domain', DEFAULT_DOMAIN,
+                     'The domain: a registered name (cecm domains) or a domain file')
+        domain = self.param('domain')
+        options = plain_node_domain_options(self, domain)
+        if self.parameter_errors:
+            # A terminal tool, not a lifecycle node: it cannot wait to be fixed.
+            raise CecmError('; '.join(self.parameter_errors))
+        self.sender = self.param('sender')
+        self.model = domain_of(domain, options)
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None

@@ -21,14 +21,12 @@ import sys
 import time
 from functools import partial
 
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from cecm_ros.nodes.common import run_node
+from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.tools.recording import McapSink, RecordingError, output_file
 
 DEFAULT_OUTPUT = '~/.ros/cecm_ros/recordings/'
@@ -79,23 +77,33 @@ def _absolute(pattern: str) -> str:
     return pattern if pattern.startswith(('/', '*')) else '/' + pattern
 
 
-class SessionRecorder(Node):
+class SessionRecorder(DeclaredParameters, Node):
+    PARAMETER_REFUSED = 'does not start'
+
     def __init__(self, **kwargs):
         super().__init__('session_recorder', **kwargs)
-        output = self.declare_parameter(
-            'output', DEFAULT_OUTPUT, ParameterDescriptor(
-                description='MCAP file to write, or a folder (an existing one, or a path '
-                            "ending in '/') for a timestamped session-*.mcap in it")).value
+        self.start_parameter_checks()
+        self.declare('output', DEFAULT_OUTPUT,
+                     'MCAP file to write, or a folder (an existing one, or a path '
+                     "ending in '/') for a timestamped session-*.mcap in it")
         self.topics = self._names('topics', 'Record only these topics (names or shell '
                                   "patterns such as '/robot/*'); none given = every topic")
         self.exclude = self._names('exclude', "Never record these topics (e.g. '/rosout')")
-        overwrite = self.declare_parameter('overwrite', False).value
-        period = self.declare_parameter('discovery_period_s', 0.5).value
-        flush = self.declare_parameter('flush_period_s', 1.0).value
-        self.depth = self.declare_parameter('queue_depth', 1000).value
-        if period <= 0 or flush <= 0 or self.depth < 1:
-            raise ValueError('discovery_period_s and flush_period_s must be positive and '
-                             'queue_depth at least 1')
+        self.declare('overwrite', False, 'Replace an existing output file')
+        self.declare('discovery_period_s', 0.5, 'Seconds between looks for new topics',
+                     low=1e-3, high=3600.0)
+        self.declare('flush_period_s', 1.0, 'Seconds between writes to disk',
+                     low=1e-3, high=3600.0)
+        self.declare('queue_depth', 1000, 'Messages kept per topic while writing',
+                     low=1, high=1_000_000)
+        if self.parameter_errors:
+            # A tool, not a lifecycle node: it cannot wait to be fixed, so it refuses.
+            raise ValueError('; '.join(self.parameter_errors))
+        output = self.param('output')
+        overwrite = self.param('overwrite')
+        period = self.param('discovery_period_s')
+        flush = self.param('flush_period_s')
+        self.depth = self.param('queue_depth')
         self.sink = McapSink(output_file(output), overwrite=overwrite)
         self.sink.add_metadata('cecm_ros', {
             'recorder': 'session_recorder', 'node': self.get_fully_qualified_name(),
@@ -116,12 +124,7 @@ class SessionRecorder(Node):
 
     def _names(self, name: str, description: str) -> list[str]:
         """A list of topic names, absent by default (an empty list has no type in ROS)."""
-        self.declare_parameter(name, Parameter.Type.STRING_ARRAY,
-                               ParameterDescriptor(description=description))
-        try:
-            values = self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return []
+        values = self.declare_unset_list(name, description)
         return [_absolute(v) for v in values if v.strip()]
 
     # --------------------------------------------------------------- discovery

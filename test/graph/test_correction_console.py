@@ -259,8 +259,8 @@ def test_an_unreadable_household_file_stops_the_console_with_the_reason(console)
                           capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert 'cannot start node: cannot read household file /no/such/household.yaml' in \
-        done.stdout + done.stderr
+    assert "cannot start node: parameter 'household_file' = '/no/such/household.yaml': " \
+        'cannot read household file /no/such/household.yaml' in done.stdout + done.stderr
 
 
 def test_quit_ends_the_console_cleanly(console):

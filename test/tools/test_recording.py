@@ -321,8 +321,9 @@ def test_estimate_refuses_recordings_without_tasks_or_of_another_household(tmp_p
 @pytest.mark.parametrize('arguments, problem', [
     (['-p', 'output:=/proc/no/such/folder/session.mcap'], 'cannot record: cannot create'),
     (['-p', 'output:={existing}'], 'exists already; give another file or a folder'),
-    (['-p', 'queue_depth:=0'], 'queue_depth at least 1'),
-    (['-p', 'flush_period_s:=-1.0'], 'flush_period_s must be positive'),
+    (['-p', 'queue_depth:=0'], "parameter 'queue_depth' = 0: Parameter queue_depth out of range"),
+    (['-p', 'flush_period_s:=-1.0'],
+     "parameter 'flush_period_s' = -1.0: Parameter flush_period_s out of range"),
 ], ids=['unwritable-output', 'existing-file', 'queue-depth-zero', 'negative-flush-period'])
 def test_a_recorder_that_cannot_record_exits_naming_why(tmp_path, arguments, problem):
     """The recorder is no lifecycle node: a bad start-up value ends the process with
