@@ -117,7 +117,8 @@ class ErrandsPlanner(CachingPlanner):
     def _search(self, task: Task, vector: np.ndarray) -> JointPlan:
         domain, start = self.domain, self.domain.initial_state(task)
         tie = itertools.count()
-        frontier = [(0.0, next(tie), start, ())]
+        frontier: list[tuple[float, int, frozenset, tuple[JointStep, ...]]] = \
+            [(0.0, next(tie), start, ())]
         seen = set()
         while frontier:
             cost, _, state, steps = heapq.heappop(frontier)
