@@ -10,11 +10,14 @@ A heartbeat asks every node for its state (``<node>/get_state``) every
 is reported lost (it died or hangs). A node that answers again, or a respawned process
 (``ros2 launch`` respawn, or the demo's process runner), is brought back to active:
 configured if it came back unconfigured, then activated; a failed attempt is retried
-with a growing delay. ``lifecycle_manager/graph_status`` (GraphStatus, latched) says
-who is active, who is lost and how often each came back, so that the task manager can
-tell an interrupted task from a failed one. Nothing here exits because a node is
-missing or slow. On SIGINT or SIGTERM the nodes are deactivated and cleaned up in
-reverse order.
+with a growing delay, up to ``bring_up_attempts`` failures in a row: then the manager
+gives up on that node with an ERROR naming it and why it failed (the node's own error
+line from ``/rosout`` when there is one), and with ``exit_when_done`` it takes the other
+nodes down and exits with code 1, so that a graph that can never come up ends.
+``lifecycle_manager/graph_status`` (GraphStatus, latched) says who is active, who is
+lost and how often each came back, so that the task manager can tell an interrupted
+task from a failed one. Nothing here exits because a node is missing or slow. On SIGINT
+or SIGTERM the nodes are deactivated and cleaned up in reverse order.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
+    Log,
     ParameterDescriptor,
     ParameterType,
     SetParametersResult,
@@ -40,6 +44,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
@@ -73,6 +78,9 @@ COMMANDS = {ManageNodes.Request.STARTUP: 'startup', ManageNodes.Request.PAUSE: '
 MAX_RETRY_DELAY_S = 30.0
 # A get_state request unanswered this long is sent again (its answer may be lost).
 STATE_ATTEMPT_S = 1.0
+# How long a refused transition waits for the node's own error line on /rosout (the node
+# logs it before it answers, but on another topic, which may be delivered a bit later).
+ERROR_WAIT_S = 1.0
 
 
 @dataclass
@@ -88,6 +96,8 @@ class _Tracked:
     lost: bool = False             # reported lost since it last was active
     failures: int = 0              # failed bring-up attempts in a row
     next_attempt: float = 0.0
+    reason: str = ''               # why the last transition failed
+    gave_up: bool = False          # bring_up_attempts used up: left as it is
 
 
 class LifecycleManager(Node):
@@ -125,6 +135,13 @@ class LifecycleManager(Node):
         self._declare('recover', True,
                       'Bring a node that came back (respawned, or answering again) back to '
                       'active', ParameterType.PARAMETER_BOOL)
+        self._declare('bring_up_attempts', 5,
+                      'Failed attempts in a row to bring a node up (configure, activate) '
+                      'after which the manager gives up on it; 0 = never',
+                      ParameterType.PARAMETER_INTEGER, (0, 1000))
+        self._declare('exit_when_done', False,
+                      'When it gives up on a node: take the others down and exit with code '
+                      '1 (else it keeps serving them)', ParameterType.PARAMETER_BOOL)
         self.names = list(self.get_parameter('node_names').value)
         if len(set(self.names)) != len(self.names) or not self.names or \
                 any(ros_name()(f'{name}/change_state') for name in self.names):
@@ -135,6 +152,16 @@ class LifecycleManager(Node):
         self.get = {n: self.create_client(GetState, f'{n}/get_state', callback_group=group)
                     for n in self.names}
         self.nodes = {name: _Tracked() for name in self.names}
+        self.exit_code = 0
+        # Each managed node's latest ERROR line on /rosout (when heard, text): its own
+        # words for why a transition failed. Logger names are the nodes' full names.
+        self._loggers = {self._full_name(n).lstrip('/').replace('/', '.'): n
+                         for n in self.names}
+        self._errors: dict[str, tuple[float, str]] = {}
+        self._heard = threading.Condition()
+        self.create_subscription(Log, '/rosout', self._on_rosout,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+                                 callback_group=group)
         self.mode = 'starting'
         self.commands: queue.SimpleQueue = queue.SimpleQueue()
         self.status_pub = self.create_publisher(GraphStatus, '~/graph_status', QOS_LATCHED)
@@ -175,6 +202,32 @@ class LifecycleManager(Node):
 
     def value(self, name: str):
         return self.get_parameter(name).value
+
+    def _full_name(self, name: str) -> str:
+        """A managed node's full name (a relative one is in this node's namespace)."""
+        if name.startswith('/'):
+            return name
+        return f'{self.get_namespace().rstrip("/")}/{name}'
+
+    def _on_rosout(self, msg: Log) -> None:
+        """Keep a managed node's error lines: the reason its configure or activate failed."""
+        name = self._loggers.get(msg.name)
+        if name is None or msg.level < Log.ERROR:
+            return
+        with self._heard:
+            self._errors[name] = (time.monotonic(), msg.msg)
+            self._heard.notify_all()
+
+    def their_error(self, name: str, since: float, wait_s: float) -> str:
+        """The node's own latest error line heard after ``since`` (waiting up to
+        ``wait_s`` for it); '' when it said nothing."""
+        def heard() -> bool:
+            return name in self._errors and self._errors[name][0] >= since
+
+        with self._heard:
+            if self._heard.wait_for(heard, wait_s):
+                return self._errors[name][1]
+        return ''
 
     # ------------------------------------------------------------------- calls
     def _call(self, client, request, timeout_s: float, interruptible: bool = True):
@@ -222,33 +275,37 @@ class LifecycleManager(Node):
         """``may_be_gone``: at process shutdown every node got the same SIGINT, so one
         that answered a moment ago may have ended since, which is no error."""
         label, before, after = STEPS[transition]
+        node = self.nodes[name]
         state = self.state_of(name, min(timeout_s, 10.0), interruptible)
         if state is None:
+            node.reason = f'no answer from {name}/get_state'
             if may_be_gone:
                 self.get_logger().info(f'{name}: no answer (gone or stopping)')
             else:
-                self.get_logger().error(f'{name}: cannot {label}: no answer from '
-                                        f'{name}/get_state')
+                self.get_logger().error(f'{name}: cannot {label}: {node.reason}')
             return False
         if state == after:
             return True   # already there (e.g. started by hand)
         if state != before:
-            self.get_logger().error(f'{name}: cannot {label} from state '
-                                    f'{LABELS.get(state, state)}')
+            node.reason = f'cannot {label} from state {LABELS.get(state, state)}'
+            self.get_logger().error(f'{name}: {node.reason}')
             return False
         self.get_logger().info(f'{name}: {label} ...')
         started = time.monotonic()
         request = ChangeState.Request(transition=Transition(id=transition))
         response = self._call(self.change[name], request, timeout_s, interruptible)
         if response is None:
+            node.reason = f'{label} gave no answer within {timeout_s:g} s'
             if may_be_gone:
                 self.get_logger().info(f'{name}: no answer to {label} (gone or stopping)')
             else:
-                self.get_logger().error(f'{name}: {label} gave no answer within '
-                                        f'{timeout_s:g} s')
+                self.get_logger().error(f'{name}: {node.reason}')
             return False
         if not response.success:
-            self.get_logger().error(f'{name}: {label} failed (see the log of {name})')
+            said = self.their_error(name, started, ERROR_WAIT_S)
+            node.reason = f'{label} failed; its log: {said}' if said else \
+                f'{label} failed (its log says why)'
+            self.get_logger().error(f'{name}: {node.reason}')
             return False
         with self._lock:
             self.nodes[name].state = after
@@ -295,6 +352,7 @@ class LifecycleManager(Node):
                 if not self.transition(name, transition, timeout_s):
                     ok = False
                     missing.append(name)   # the heartbeat retries it
+                    self._failed(name)
         self.mode = 'active'
         for name in self.names:
             if name not in missing:
@@ -368,6 +426,8 @@ class LifecycleManager(Node):
             self.startup()
             return False, 'startup refused: ' + '; '.join(self.parameter_errors)
         if command == ManageNodes.Request.STARTUP:
+            for node in self.nodes.values():   # a node given up on is tried afresh
+                node.failures, node.gave_up, node.next_attempt = 0, False, 0.0
             ok = self.startup()
         elif command == ManageNodes.Request.PAUSE:
             self.mode = 'paused'
@@ -442,6 +502,8 @@ class LifecycleManager(Node):
             return   # stopping: silence now is no news
         now = time.monotonic()
         for name in self.names:
+            if self.stop.is_set():
+                return   # it gave up with exit_when_done
             self._note(name, answers.get(name), now)
 
     def _note(self, name: str, state: int | None, now: float) -> None:
@@ -462,6 +524,7 @@ class LifecycleManager(Node):
             if node.lost and node.was_active:
                 node.recoveries += 1
             node.lost, node.failures, node.was_active = False, 0, True
+            node.gave_up = False
             return
         if node.was_active:
             node.lost = True    # it left active (a respawned process starts unconfigured)
@@ -473,7 +536,7 @@ class LifecycleManager(Node):
                 self.get_logger().error(f'{name} is finalized; only a new process of it can '
                                         'be brought back')
             return
-        if now < node.next_attempt:
+        if now < node.next_attempt or node.gave_up:
             return
         self.get_logger().warning(f'{name} is {LABELS[state]}: bringing it back to active')
         if self.bring_up(name, self.value('transition_timeout_s')):
@@ -483,11 +546,39 @@ class LifecycleManager(Node):
             node.lost, node.failures, node.was_active = False, 0, True
             self.get_logger().info(f'{name}: back to active (recovery {node.recoveries})')
         else:
-            node.failures += 1
-            delay = min(MAX_RETRY_DELAY_S, 2.0 ** node.failures)
-            node.next_attempt = time.monotonic() + delay
-            self.get_logger().warning(f'{name}: bringing it back failed ({node.failures} in a '
-                                      f'row); next attempt in {delay:g} s')
+            self._failed(name)
+
+    def _failed(self, name: str) -> None:
+        """One more failed attempt to bring ``name`` up: the next one after a growing
+        delay, or none after ``bring_up_attempts`` in a row (a node that can never
+        configure must not keep the graph waiting for ever)."""
+        if self.stop.is_set():
+            return   # cut short by a stop request: no failure of the node's
+        node = self.nodes[name]
+        node.failures += 1
+        limit = self.value('bring_up_attempts')
+        if 0 < limit <= node.failures:
+            self._give_up(name)
+            return
+        delay = min(MAX_RETRY_DELAY_S, 2.0 ** node.failures)
+        node.next_attempt = time.monotonic() + delay
+        self.get_logger().warning(f'{name}: bringing it up failed ({node.failures} of '
+                                  f'{limit or "unlimited"} attempts in a row); next attempt '
+                                  f'in {delay:g} s')
+
+    def _give_up(self, name: str) -> None:
+        node = self.nodes[name]
+        node.gave_up = True
+        reason = (f'giving up on {name}: {node.failures} attempts in a row to bring it up '
+                  f'failed (bring_up_attempts), the last: {node.reason}')
+        if self.value('exit_when_done'):
+            self.exit_code = 1
+            self.get_logger().error(f'{reason}; exit_when_done: taking the other nodes down '
+                                    'and exiting with code 1')
+            self.stop.set()
+        else:
+            self.get_logger().error(f'{reason}; it is left as it is (manage_nodes STARTUP '
+                                    'tries again)')
 
     def publish_status(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -556,7 +647,7 @@ def main(args=None) -> int:
             node.supervise()
         finally:
             node.shutdown()
-            done.set_result(0)
+            done.set_result(node.exit_code)
 
     supervisor = threading.Thread(target=supervise)
     supervisor.start()

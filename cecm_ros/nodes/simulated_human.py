@@ -58,6 +58,11 @@ STATES_KEPT = 200   # team states remembered, by (task id, step)
 STATE_WAIT_S = 1.0
 # A goal the world has not answered this long after it was sent counts as lost.
 GOAL_LOST_AFTER_S = 2.0
+# How long an answer waits for robot/correction to have a subscriber: DDS may match the
+# executor's subscription a moment after its intent arrived, and an answer published
+# before that is lost (volatile), which the robot takes for consent.
+LISTENER_WAIT_S = 10.0
+LISTENER_POLL_S = 0.05
 
 
 @dataclass
@@ -137,6 +142,7 @@ class SimulatedHumanNode(CecmNode):
                 f'partner_behaviour independent: the {self.model.name} planner has no seed '
                 '(it is deterministic), so the partner plans as the robot would (optimal)')
         self.answers = self.param('answer_intents')
+        self.unheard = False   # an answer waited in vain for a subscriber: no more waits
         self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
         self.task = None
         # Tasks and intents are handled one at a time, in arrival order.
@@ -319,6 +325,7 @@ class SimulatedHumanNode(CecmNode):
         else:
             correction = self.human.review_intent(intended)
         corrected = correction.corrected if correction else intended
+        self._wait_for_listener(step)
         self.correction_pub.publish(Correction(
             header=self._header(), task_id=task_id, attempt=attempt, step=step,
             intended_action=intended,
@@ -326,6 +333,36 @@ class SimulatedHumanNode(CecmNode):
         if correction:
             self.get_logger().info(f'step {step}: corrected the robot: {intended} -> '
                                    f'{corrected}')
+
+    def _wait_for_listener(self, step: int) -> None:
+        """Hold an answer until robot/correction has a subscriber (up to LISTENER_WAIT_S,
+        unless the node stops), so that the first one is not published before DDS
+        matched the executor's subscription. After one wait in vain, answers go out at
+        once until a subscriber is there again: a robot that is gone must not slow the
+        partner's every step."""
+        def heard() -> bool:
+            return self.correction_pub.get_subscription_count() > 0
+
+        if heard():
+            if self.unheard:
+                self.unheard = False
+                self.get_logger().info(f'step {step}: robot/correction has a subscriber '
+                                       'again')
+            return
+        if self.unheard:
+            return
+        self.get_logger().info(f'step {step}: nobody subscribes to robot/correction yet; '
+                               f'waiting up to {LISTENER_WAIT_S:g} s before answering')
+        deadline = time.monotonic() + LISTENER_WAIT_S
+        while not heard() and deadline - time.monotonic() > 0:
+            self.wait_until(heard, min(LISTENER_POLL_S, deadline - time.monotonic()))
+        if heard():
+            return
+        self.unheard = True
+        self.get_logger().warning(
+            f'step {step}: nobody subscribed to robot/correction within '
+            f'{LISTENER_WAIT_S:g} s (is the executor running?); answering anyway, and '
+            'the next answers at once until someone subscribes')
 
     def _resend(self, task_id: str, step: int) -> bool:
         """The intent of the step it already acted on, announced again: the world still

@@ -1,0 +1,125 @@
+"""A managed node that can never configure: the lifecycle manager gives up on it.
+
+Real processes over DDS: joint_planner is given a planner time limit of NaN, so it
+refuses every configure (as it would a household file that does not exist); household_sim
+is fine. The lifecycle manager must stop
+trying after ``bring_up_attempts`` with an ERROR naming the node and its own reason,
+and with ``exit_when_done`` end with code 1 (a launch that can never start must end);
+without it, it keeps serving the other node and tries the given-up one again on a
+``manage_nodes`` STARTUP once it is fixed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+pytest.importorskip('rclpy', reason='needs rclpy (make build)')
+pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
+
+from graph_fixtures import (  # noqa: E402
+    MANAGER,
+    NodeProcesses,
+    RosClient,
+    RosDomain,
+    installed_or_skip,
+    scaled,
+)
+from lifecycle_msgs.msg import State  # noqa: E402
+from lifecycle_msgs.srv import GetState  # noqa: E402
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+
+from cecm_ros.srv import ManageNodes  # noqa: E402
+
+BROKEN, FINE = 'joint_planner', 'household_sim'
+ATTEMPTS = 3
+# Far more than ATTEMPTS quick refusals with 2 s and 4 s between them take (scaled).
+GIVE_UP_LIMIT_S = 180.0
+
+
+class Graph:
+    """The broken node, a fine one and a lifecycle manager for both."""
+
+    def __init__(self, work, manager: dict):
+        executables, params = installed_or_skip(MANAGER)
+        self.domain = RosDomain()
+        self.processes = NodeProcesses(executables, params, self.domain.env, work)
+        self.client = RosClient('cecm_give_up_test')
+        self.processes.start(BROKEN, {'planner_timeout_s': '.nan', 'plan_store': 'off'})
+        self.processes.start(FINE)
+        assert self.client.wait_for_nodes([BROKEN, FINE], 60.0)
+        self.processes.start(MANAGER, {'node_names': f'[{BROKEN}, {FINE}]',
+                                       'bring_up_attempts': ATTEMPTS, **manager})
+
+    def state(self, node: str) -> int:
+        return self.client.call(GetState, f'{node}/get_state', GetState.Request()) \
+            .current_state.id
+
+    def close(self) -> None:
+        self.processes.close()
+        self.client.close()
+        self.domain.release()
+
+
+def test_a_node_that_never_configures_ends_the_manager_with_the_reason(tmp_path):
+    graph = Graph(tmp_path, {'exit_when_done': True})
+    try:
+        process = graph.processes.processes[MANAGER]
+        try:
+            code = process.wait(scaled(GIVE_UP_LIMIT_S))
+        except subprocess.TimeoutExpired:   # still trying: the failure shows its log
+            code = None
+        log = graph.processes.log(MANAGER)
+        assert code == 1, log[-4000:]
+        # One ERROR line names the node, the attempts and the node's own reason.
+        lines = [line for line in log.splitlines()
+                 if f'giving up on {BROKEN}' in line]
+        assert len(lines) == 1, log[-4000:]
+        assert lines[0].startswith('[ERROR]'), lines
+        assert f'{ATTEMPTS} attempts in a row' in lines[0], lines
+        assert "its log: configure refused: parameter 'planner_timeout_s'" in lines[0], lines
+        assert 'nan' in lines[0], lines
+        assert log.count(f'{BROKEN}: configure ...') == ATTEMPTS, log[-4000:]
+        # The fine node came up, and was taken down again on the way out.
+        assert f'{FINE}: activate done' in log, log[-4000:]
+        assert f'{FINE}: cleanup done' in log, log[-4000:]
+        assert 'Traceback' not in log
+        assert graph.processes.alive(BROKEN)   # left as it is
+    finally:
+        graph.close()
+
+
+def test_without_exit_when_done_the_manager_gives_up_but_stays_and_retries_on_startup(
+        tmp_path):
+    graph = Graph(tmp_path, {})
+    try:
+        assert graph.processes.wait_for_log(MANAGER, f'giving up on {BROKEN}',
+                                            GIVE_UP_LIMIT_S), \
+            graph.processes.log(MANAGER)[-4000:]
+        log = graph.processes.log(MANAGER)
+        line = next(x for x in log.splitlines() if f'giving up on {BROKEN}' in x)
+        assert line.startswith('[ERROR]') and 'manage_nodes STARTUP' in line, line
+        assert graph.processes.alive(MANAGER)
+        assert graph.state(FINE) == State.PRIMARY_STATE_ACTIVE
+        assert graph.state(BROKEN) == State.PRIMARY_STATE_UNCONFIGURED
+        # Given up means not tried again: no configure request in longer than the 8 s
+        # after which a fourth attempt would come.
+        tried = log.count(f'{BROKEN}: configure ...')
+        assert tried == ATTEMPTS, log[-4000:]
+        assert not graph.processes.wait_for_log(MANAGER, f'{BROKEN}: configure ...', 12.0,
+                                                count=tried + 1)
+        # Fixed, and asked to start up: tried afresh and brought up.
+        fixed = SetParameters.Request(parameters=[Parameter(
+            name='planner_timeout_s', value=ParameterValue(
+                type=ParameterType.PARAMETER_DOUBLE, double_value=30.0))])
+        answer = graph.client.call(SetParameters, f'{BROKEN}/set_parameters', fixed)
+        assert answer.results[0].successful, answer.results[0].reason
+        started = graph.client.call(ManageNodes, f'{MANAGER}/manage_nodes',
+                                    ManageNodes.Request(command=ManageNodes.Request.STARTUP),
+                                    timeout_s=180.0)
+        assert started.success, started.message + graph.processes.log(MANAGER)[-4000:]
+        assert graph.state(BROKEN) == State.PRIMARY_STATE_ACTIVE
+    finally:
+        graph.close()
