@@ -95,7 +95,9 @@ ARGUMENTS = {
                         '(~/.ros/cecm_ros/sessions)'),
     'heldout_tasks': ('', "Held-out tasks of the agreement metrics, 0 = off; '' = "
                           'params_file (40)'),
-    'exit_when_done': ('', "true: stop everything when the session ends; '' = params_file"),
+    'exit_when_done': ('', "true: stop everything when the session ends, or when a node "
+                           "can never be brought up (lifecycle_manager, exit code 1); "
+                           "'' = params_file"),
     'partner_behaviour': ('', "How the simulated partner departs from the optimal one: "
                               'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
                               "preference or detour:P (docs/partners.md); '' = params_file"),
@@ -211,6 +213,21 @@ def _shut_down_after_the_session(event, context):
             EmitEvent(event=Shutdown(reason='task_manager finished'))]
 
 
+class BringUpFailedError(RuntimeError):
+    """Raised to end the launch with a non-zero exit code (launch has no other way)."""
+
+
+def _shut_down_when_bring_up_failed(event, context):
+    # Exit code 1: with exit_when_done the manager gave up on a node that never came up
+    # (its log says which and why). The launch ends rather than wait for it, and ends
+    # non-zero: an error raised here is how a launch does (it logs it, then shuts
+    # down). A manager that was killed is respawned as any node is.
+    if context.is_shutdown or event.returncode != 1:
+        return None
+    raise BringUpFailedError('lifecycle_manager gave up bringing a node up (its ERROR line '
+                        'names the node and why); the graph is shut down')
+
+
 def _nodes(context, world: str, default_params: str):
     params_file = LaunchConfiguration('params_file').perform(context).strip() or \
         _config(default_params)
@@ -236,11 +253,18 @@ def _nodes(context, world: str, default_params: str):
         if name == 'task_manager':
             actions.append(RegisterEventHandler(OnProcessExit(
                 target_action=node, on_exit=_shut_down_after_the_session)))
-    actions.append(Node(
+    manager = {'node_names': names, 'autostart': True}
+    exit_when_done = LaunchConfiguration('exit_when_done').perform(context).strip()
+    if exit_when_done:
+        # The manager then gives up (exit code 1) on a node that can never come up.
+        manager['exit_when_done'] = exit_when_done.lower() in ('1', 'true', 'yes', 'on')
+    manager_node = Node(
         package=PACKAGE, executable='lifecycle_manager', name='lifecycle_manager',
-        parameters=[params_file, {'node_names': names, 'autostart': True}],
-        output='screen', arguments=['--ros-args', '--log-level', log_level],
-        respawn=True, respawn_delay=RESPAWN_DELAY_S))
+        parameters=[params_file, manager], output='screen',
+        arguments=['--ros-args', '--log-level', log_level],
+        respawn=True, respawn_delay=RESPAWN_DELAY_S)
+    actions += [manager_node, RegisterEventHandler(OnProcessExit(
+        target_action=manager_node, on_exit=_shut_down_when_bring_up_failed))]
     if LaunchConfiguration('record').perform(context).strip().lower() in ('1', 'true', 'yes',
                                                                             'on'):
         # A tool, not a managed node: it records until the launch shuts down.

@@ -100,7 +100,9 @@ def write_params(base: Path, args, out: Path) -> Path:
                                     task_candidates=args.candidates)
     # The demo stops the lifecycle manager first and gives it time to take the nodes
     # down in order (under ros2 launch every node gets SIGINT at once instead).
-    params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})['shutdown_timeout_s'] = 20.0
+    manager = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
+    manager['shutdown_timeout_s'] = 20.0
+    manager['exit_when_done'] = True   # a node that can never come up ends the demo
     if getattr(args, 'web', False):
         _web_settings(params, settings, args)
     files = {'tidyup.household': args.household, 'tidyup.capabilities': args.capabilities_file}
@@ -286,8 +288,10 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
         for node in nodes:
             graph.start(node, [str(executables / node), '--ros-args', '--params-file',
                                str(params)], stream=node in ('task_manager', WEB_PANEL))
+        # With exit_when_done the manager exits 1 when a node can never be brought up:
+        # that ends the demo with its reason (a crash of the manager is respawned).
         graph.start(MANAGER, [str(executables / MANAGER), '--ros-args', '--params-file',
-                              str(params)])
+                              str(params)], final_codes=(1,))
         code = _follow(graph, 'task_manager', time_budget(args))
     finally:
         forced = graph.stop(first=(MANAGER,))

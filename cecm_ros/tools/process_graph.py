@@ -34,6 +34,8 @@ class ProcessGraph:
         self.processes: dict[str, subprocess.Popen] = {}
         self.commands: dict[str, tuple[list[str], bool]] = {}
         self.respawns: dict[str, int] = {}
+        # Per process, exit codes that mean it ended for good (not a crash to undo).
+        self.final_codes: dict[str, tuple[int, ...]] = {}
         # Streamed processes' lines as (name, line); (name, None) when it ended for good.
         self.lines: queue.Queue = queue.Queue()
         self._logs: dict[str, object] = {}
@@ -43,10 +45,12 @@ class ProcessGraph:
 
     # ---------------------------------------------------------------- starting
     def start(self, name: str, command: list[str], stream: bool = False,
-              respawn: bool | None = None) -> None:
-        """Start ``command`` as ``name``; ``stream`` also queues its lines on ``lines``."""
+              respawn: bool | None = None, final_codes: tuple[int, ...] = ()) -> None:
+        """Start ``command`` as ``name``; ``stream`` also queues its lines on ``lines``;
+        an exit with one of ``final_codes`` is not respawned (the process gave up)."""
         with self._lock:
             self.commands[name] = (list(command), stream)
+            self.final_codes[name] = tuple(final_codes)
             if respawn is False:
                 self.respawns.setdefault(name, -1)   # -1: never respawned
             else:
@@ -77,8 +81,8 @@ class ProcessGraph:
     def _respawnable(self, name: str, code: int | None) -> bool:
         """A process that ends with an error while the graph runs comes back; one that
         finished (exit code 0) does not."""
-        return (self.respawn and code != 0 and self.respawns.get(name, -1) >= 0
-                and not self._stopping.is_set())
+        return (self.respawn and code != 0 and code not in self.final_codes.get(name, ())
+                and self.respawns.get(name, -1) >= 0 and not self._stopping.is_set())
 
     def _pump(self, name: str, process: subprocess.Popen, log) -> None:
         for line in process.stdout:
