@@ -33,15 +33,10 @@ import rclpy
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
     Log,
-    ParameterDescriptor,
     ParameterType,
-    SetParametersResult,
 )
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -50,6 +45,7 @@ from rclpy.task import Future
 
 from cecm_ros.msg import GraphStatus, NodeStatus
 from cecm_ros.nodes.common import QOS_LATCHED, leave, ros_name
+from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.srv import ManageNodes
 
 DEFAULT_NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -100,48 +96,45 @@ class _Tracked:
     gave_up: bool = False          # bring_up_attempts used up: left as it is
 
 
-class LifecycleManager(Node):
+class LifecycleManager(DeclaredParameters, Node):
+    PARAMETER_REFUSED = 'the nodes are not started until this is fixed'
+
     def __init__(self, stop: threading.Event, **kwargs):
         super().__init__('lifecycle_manager', **kwargs)
         self.stop = stop
         self._lock = threading.Lock()
         self._pending: set[threading.Event] = set()
-        self.parameter_errors: list[str] = []   # bad values given at start-up
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._declare('node_names', list(DEFAULT_NODES),
-                      'Managed lifecycle nodes, in start-up order (shut down in reverse); '
-                      'read at start only', ParameterType.PARAMETER_STRING_ARRAY,
-                      read_only=True)
-        self._declare('autostart', True, 'Configure and activate all nodes at start-up',
-                      ParameterType.PARAMETER_BOOL)
-        self._declare('service_wait_s', 60.0,
-                      "How long start-up waits for a node's lifecycle services before it "
-                      'leaves that node to the heartbeat', ParameterType.PARAMETER_DOUBLE,
-                      (0.0, 3600.0))
-        self._declare('transition_timeout_s', 120.0,
-                      'How long one transition (e.g. configure) may take',
-                      ParameterType.PARAMETER_DOUBLE, (0.1, 3600.0))
-        self._declare('shutdown_timeout_s', 3.0,
-                      "Time budget of the whole reverse shutdown (under ros2 launch's "
-                      '5 s SIGINT-to-SIGTERM escalation)', ParameterType.PARAMETER_DOUBLE,
-                      (0.1, 600.0))
-        self._declare('heartbeat_period_s', 1.0, 'How often every node is asked its state',
-                      ParameterType.PARAMETER_DOUBLE, (0.1, 60.0))
-        self._declare('heartbeat_timeout_s', 2.0, 'How long a node has to answer',
-                      ParameterType.PARAMETER_DOUBLE, (0.05, 60.0))
-        self._declare('heartbeat_misses', 3,
-                      'Unanswered heartbeats in a row after which a node is reported lost',
-                      ParameterType.PARAMETER_INTEGER, (1, 1000))
-        self._declare('recover', True,
-                      'Bring a node that came back (respawned, or answering again) back to '
-                      'active', ParameterType.PARAMETER_BOOL)
-        self._declare('bring_up_attempts', 5,
-                      'Failed attempts in a row to bring a node up (configure, activate) '
-                      'after which the manager gives up on it; 0 = never',
-                      ParameterType.PARAMETER_INTEGER, (0, 1000))
-        self._declare('exit_when_done', False,
-                      'When it gives up on a node: take the others down and exit with code '
-                      '1 (else it keeps serving them)', ParameterType.PARAMETER_BOOL)
+        self.start_parameter_checks()
+        self.declare('node_names', list(DEFAULT_NODES),
+                     'Managed lifecycle nodes, in start-up order (shut down in reverse); '
+                     'read at start only', ParameterType.PARAMETER_STRING_ARRAY,
+                     read_only=True)
+        self.declare('autostart', True, 'Configure and activate all nodes at start-up')
+        self.declare('service_wait_s', 60.0,
+                     "How long start-up waits for a node's lifecycle services before it "
+                     'leaves that node to the heartbeat', low=0.0, high=3600.0)
+        self.declare('transition_timeout_s', 120.0,
+                     'How long one transition (e.g. configure) may take',
+                     low=0.1, high=3600.0)
+        self.declare('shutdown_timeout_s', 3.0,
+                     "Time budget of the whole reverse shutdown (under ros2 launch's "
+                     '5 s SIGINT-to-SIGTERM escalation)', low=0.1, high=600.0)
+        self.declare('heartbeat_period_s', 1.0, 'How often every node is asked its state',
+                     low=0.1, high=60.0)
+        self.declare('heartbeat_timeout_s', 2.0, 'How long a node has to answer',
+                     low=0.05, high=60.0)
+        self.declare('heartbeat_misses', 3,
+                     'Unanswered heartbeats in a row after which a node is reported lost',
+                     low=1, high=1000)
+        self.declare('recover', True,
+                     'Bring a node that came back (respawned, or answering again) back to '
+                     'active')
+        self.declare('bring_up_attempts', 5,
+                     'Failed attempts in a row to bring a node up (configure, activate) '
+                     'after which the manager gives up on it; 0 = never', low=0, high=1000)
+        self.declare('exit_when_done', False,
+                     'When it gives up on a node: take the others down and exit with code '
+                     '1 (else it keeps serving them)')
         self.names = list(self.get_parameter('node_names').value)
         if len(set(self.names)) != len(self.names) or not self.names or \
                 any(ros_name()(f'{name}/change_state') for name in self.names):
@@ -170,35 +163,6 @@ class LifecycleManager(Node):
         self._published = None
         self._last_publish = 0.0
         self.started = self.get_clock().now().to_msg()
-
-    def _declare(self, name, default, description, param_type, limits=None,
-                 read_only=False) -> None:
-        """Declare a parameter with its range. A bad value from a parameters file or the
-        command line is kept out: the default stays, and the nodes are not started until
-        it is fixed (``ros2 param set``), like a lifecycle node that refuses configure."""
-        descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
-                                         read_only=read_only)
-        if limits and param_type == ParameterType.PARAMETER_INTEGER:
-            descriptor.integer_range = [IntegerRange(from_value=limits[0],
-                                                     to_value=limits[1], step=1)]
-        elif limits:
-            descriptor.floating_point_range = [FloatingPointRange(
-                from_value=limits[0], to_value=limits[1], step=0.0)]
-        try:
-            self.declare_parameter(name, default, descriptor)
-        except (InvalidParameterValueException, InvalidParameterTypeException) as error:
-            self.declare_parameter(name, default, descriptor, ignore_override=True)
-            problem = f'parameter {name!r}: {error}'
-            self.parameter_errors.append(problem)
-            self.get_logger().error(f'{problem}; keeping the default {default!r}; the nodes '
-                                    'are not started until this is fixed')
-
-    def _on_set_parameters(self, parameters) -> SetParametersResult:
-        """rclpy has checked types and ranges by now: a value set clears its error."""
-        for parameter in parameters:
-            self.parameter_errors = [e for e in self.parameter_errors
-                                     if not e.startswith(f'parameter {parameter.name!r}')]
-        return SetParametersResult(successful=True)
 
     def value(self, name: str):
         return self.get_parameter(name).value
