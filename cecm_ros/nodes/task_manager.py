@@ -9,35 +9,24 @@ estimate's Hamming distance to the partner's TRUE capabilities (parameter
 overlap (robot's first plan vs the partner's plan) and infeasible actions assigned.
 At the end it writes ``summary_path`` in the format of ``cecm experiment``.
 
-Sessions survive faults. Each has an id (``session_id``, by default derived from the
-partner and the seed), and every outcome sent to the estimator carries it with the
-task's position, so that the estimator never counts a task twice. When a task fails
-while the lifecycle manager reports a node lost or brought back
-(``lifecycle_manager/graph_status``), or for a reason that is not the task's own (a peer
-that did not answer in time, an internal error here or in the executor or estimator:
-their results say ``retry``), the task counts as interrupted: once every node is active
-again it is run again from its start state (at most ``max_interruptions`` times). A task
-that fails for a reason of its own (no plan reaches its goal) is reported as failed and
-the session goes on. A journal
-(``journal_dir``) records what the session did, so that a task manager that is itself
-restarted resumes the session where it stopped; without a journal it asks the
-estimator which of the session's tasks it has applied.
+Sessions survive faults: a task interrupted by a lost node, or by a failure that is not
+its own (``retry``), runs again once the graph is active (``max_interruptions``); one
+that fails on its own is reported failed; a journal (``journal_dir``) lets a restarted
+task manager resume, and the estimator never counts a task twice.
+
+The session itself (the loop, task choice, retries, journal, summary) is the ROS-free
+:class:`~cecm_ros.session.runner.SessionRunner`, and the held-out metrics its observer
+(:mod:`cecm_ros.session.heldout`); this node is their
+:class:`~cecm_ros.session.port.GraphPort`: parameters, clients, topics and lifecycle.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import sys
-import threading
 import time
-import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from functools import wraps
 
-import numpy as np
 from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 from lifecycle_msgs.msg import State
@@ -49,14 +38,10 @@ from rclpy.parameter import parameter_value_to_python
 from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.domain import JointPlan as CorePlan
-from cecm_ros.core.errors import CecmError, InterruptedWorkError
-from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
-from cecm_ros.core.hypotheses import evaluator_for
-from cecm_ros.core.metrics import HeldoutPool
+from cecm_ros.core.estimator import NODE_PARAMETERS
 from cecm_ros.core.partners import steps_off_plan
-from cecm_ros.core.tasks import TaskSequence, heldout_seed
 from cecm_ros.domains import planner_for
-from cecm_ros.experiments.experiment import TASK_CHOICES, add_heldout_metrics
+from cecm_ros.experiments.experiment import TASK_CHOICES, TaskResult
 from cecm_ros.msg import (
     CapabilityBelief,
     GraphStatus,
@@ -82,25 +67,43 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.session.records import (
-    SessionJournal,
-    estimate_distance,
-    load_tasks,
-    session_summary,
-    session_task_result,
+from cecm_ros.session.graph import (
+    GraphView,
+    Mark,
+    NodeStatus,
+    graph_changed,
+    graph_mark,
+    task_nodes_active,
 )
+from cecm_ros.session.heldout import HeldoutMetrics
+from cecm_ros.session.port import (
+    Belief,
+    BeliefUpdate,
+    NodeLostError,
+    Ranking,
+    SessionError,
+    SessionStoppedError,
+    TaskFailedError,
+    TaskRun,
+)
+from cecm_ros.session.records import SessionJournal, load_tasks
+from cecm_ros.session.runner import RunNumbers, SessionRunner, SessionSettings
 from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
 
 ESTIMATOR_PARAMETERS = ('method', 'seed', *NODE_PARAMETERS)
 
 
-class SessionError(Exception):
-    """The session cannot go on; the message says why."""
-
-
-class TaskFailedError(SessionError):
-    """The task failed for a reason of its own (no plan reaches its goal, the world or the
-    estimator refused it): running it again would fail again."""
+def _port(method: Callable) -> Callable:
+    """A GraphPort call: this node's waits end as the session runner knows."""
+    @wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except StopRequestedError as error:
+            raise SessionStoppedError(str(error)) from None
+        except WaitInterruptedError as error:
+            raise NodeLostError(str(error)) from None
+    return call
 
 
 class TaskManager(CecmNode):
@@ -197,22 +200,20 @@ class TaskManager(CecmNode):
                      'report a lost node before calling the failure genuine', low=0.0,
                      high=600.0)
         self.running = False
-        self.sessions = 0
         self.belief: CapabilityBelief | None = None
         self.states: dict[int, TeamState] = {}
         self.state_task = ''
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
+        self.task_reports: dict[int, TaskReport] = {}
         self.start_timer = None
         self.graph: GraphStatus | None = None
-        self.journals: dict[str, SessionJournal] = {}   # in memory when no journal_dir
-        self.failed: list[dict] = []
-        self.interruptions: list[dict] = []
-        self.session_id = ''
+        # The process's, not a configuration's: a reconfigured node resumes from memory
+        # (no journal_dir), and numbers its runs on.
+        self.journals: dict[str, SessionJournal] = {}
+        self.runs = RunNumbers()
+        self.heldout: HeldoutMetrics | None = None
         self.resume_requested = False
-        # Every run of a task gets its own attempt number, also across restarts of this
-        # node (a partner must never take a new run for the old one).
-        self.runs = int.from_bytes(os.urandom(3), 'big') << 8
         # A running session blocks one executor thread for its whole length.
         self.session_group = MutuallyExclusiveCallbackGroup()
 
@@ -226,11 +227,13 @@ class TaskManager(CecmNode):
         self.file_tasks = load_tasks(self.model, tasks_file) if tasks_file else None
         self.task_choice = self.param('task_choice')
         self.candidates = self.param('task_candidates')
-        self.pool = None   # the held-out pool, built on first use (it plans)
-        self.pool_warming = None   # the thread that plans its belief-free part ahead
-        # The held-out metrics of finished tasks, worked off beside the next tasks.
-        self.metrics_worker: ThreadPoolExecutor | None = None
-        self.metrics_pending: list[Future] = []
+        self.heldout = HeldoutMetrics(
+            self.model, self.truth,
+            lambda: planner_for(self.model, workers=2, **self.planner_options()),
+            self.get_logger(), wanted=lambda: self.active and not self.stopping.is_set(),
+            ending=self.stopping.is_set, background=lower_priority)
+        self.runner = SessionRunner(self.model, self.truth, self, self.get_logger(),
+                                    [self.heldout], self.journals, self.runs)
         self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
                                               callback_group=self.group)
         self.progress_client = self.create_client(SessionProgress,
@@ -239,10 +242,10 @@ class TaskManager(CecmNode):
         self.reset_client = self.create_client(ResetWorld, self.param('reset_service'),
                                                callback_group=self.group)
         self.run_client = SafeActionClient(self, RunTask, self.param('run_task_action'),
-                                       callback_group=self.group)
+                                           callback_group=self.group)
         self.estimate_client = SafeActionClient(self, EstimateCapabilities,
-                                            self.param('estimate_action'),
-                                            callback_group=self.group)
+                                                self.param('estimate_action'),
+                                                callback_group=self.group)
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
         self.report_pub = self.create_lifecycle_publisher(TaskReport, '~/task_report',
@@ -299,11 +302,10 @@ class TaskManager(CecmNode):
 
     def teardown(self) -> None:
         self._cancel_timer()
-        worker, self.metrics_worker = getattr(self, 'metrics_worker', None), None
-        if worker is not None:
-            # A job at work stops at the pool's next check (it is no longer this node's).
-            worker.shutdown(wait=False, cancel_futures=True)
-        self.pool = None
+        heldout, self.heldout = self.heldout, None
+        if heldout is not None:
+            # Never waits for a plan under way (a get_state would wait meanwhile).
+            heldout.close()
         super().teardown()
 
     # ------------------------------------------------------------------- topics
@@ -421,35 +423,82 @@ class TaskManager(CecmNode):
             self.destroy_timer(self.start_timer)
             self.start_timer = None
 
-    def _open_session(self, num_tasks: int) -> tuple[str, int, SessionJournal,
-                                                     dict[int, str]]:
-        """The session to run: the first of <id>, <id>-2, ... that has not finished,
-        its journal and the task ids the estimator has applied of it, by position."""
-        tasks_file = self.param('tasks_file')
-        base = self.param('session_id') or (
-            f'{self.partner_id}-seed{self.param("seed")}'
-            + (f'-{Path(tasks_file).stem}' if tasks_file else ''))
-        planned = len(self.file_tasks) if self.file_tasks else num_tasks
-        for ordinal in range(1, 10_000):
-            session_id = base if ordinal == 1 else f'{base}-{ordinal}'
-            journal = self._journal(session_id)
-            applied = self._applied(session_id)
-            if not journal.finished and (journal.events or len(applied) < planned):
-                return session_id, ordinal, journal, applied
-        raise SessionError(f'every session {base}-N is finished; give another session_id')
+    def _session(self, num_tasks: int) -> None:
+        runner = self.runner   # a reconfiguration meanwhile makes another
+        try:
+            end = runner.run(self._settings(), num_tasks)
+        finally:
+            # A new session may start while this one's summary waits for its metrics.
+            self.running = False
+            if self.resume_requested and self.active and not self.stopping.is_set():
+                self.resume_requested = False
+                self._schedule(0)   # the session continues (resumed from its journal)
+        if end is None:
+            return   # the process is ending
+        runner.conclude(end)
+        if self.param('exit_when_done'):
+            self.exit_code = 1 if end.error else 0
+            self.get_logger().info('exit_when_done: shutting down')
+            self.finished.set_result(self.exit_code)
 
-    def _journal(self, session_id: str) -> SessionJournal:
-        directory = self._journal_dir()
-        if not directory:
-            return self.journals.setdefault(session_id, SessionJournal())
-        safe = ''.join(ch if ch.isalnum() or ch in '-_.' else '_' for ch in session_id)
-        return SessionJournal(Path(directory).expanduser() / f'{safe}.jsonl')
+    def _settings(self) -> SessionSettings:
+        journal_dir = self.param('journal_dir').strip()
+        return SessionSettings(
+            partner=self.partner, partner_id=self.partner_id, seed=self.param('seed'),
+            num_tasks=self.param('num_tasks'), tasks_file=self.param('tasks_file'),
+            file_tasks=tuple(self.file_tasks) if self.file_tasks is not None else None,
+            task_choice=self.task_choice, candidates=self.candidates,
+            session_id=self.param('session_id'),
+            journal_dir='' if journal_dir in ('', 'none') else journal_dir,
+            max_interruptions=self.param('max_interruptions'),
+            heldout_tasks=self.param('heldout_tasks'), summary_path=self.param('summary_path'))
 
-    def _journal_dir(self) -> str:
-        directory = self.param('journal_dir').strip()
-        return '' if directory in ('', 'none') else directory
+    # ------------------------------------------------------------- the graph
+    def _graph_view(self) -> GraphView | None:
+        with self.locked():
+            msg = self.graph
+        if msg is None:
+            return None
+        return GraphView(msg.mode, (msg.manager_started.sec, msg.manager_started.nanosec),
+                         tuple(NodeStatus(n.name, n.state == State.PRIMARY_STATE_ACTIVE,
+                                          n.responsive, n.recoveries) for n in msg.nodes))
 
-    def _applied(self, session_id: str) -> dict[int, str]:
+    def graph_mark(self) -> Mark | None:
+        return graph_mark(self._graph_view())
+
+    def _graph_changed(self, before: Mark | None, node: str = '') -> bool:
+        if not self.param('graph_status_topic'):
+            return False
+        return graph_changed(self._graph_view(), before, self.param('observer_nodes'), node)
+
+    @_port
+    def disturbed(self, mark: Mark | None) -> bool:
+        """Whether the graph lost a node since ``mark``; waits up to
+        ``disturbance_grace_s`` for the lifecycle manager to notice."""
+        if not self.param('graph_status_topic'):
+            return False
+        return self.wait_until(lambda: self._graph_changed(mark),
+                               self.param('disturbance_grace_s'))
+
+    @_port
+    def wait_graph_active(self, label: str) -> None:
+        if not self.param('graph_status_topic'):
+            return   # no lifecycle manager to say so: run the task again at once
+        timeout = self.param('recovery_timeout_s')
+        def active() -> bool:
+            graph = self._graph_view()
+            return graph is not None and task_nodes_active(graph, self.param('observer_nodes'))
+
+        if not self.wait_until(active, timeout):
+            raise SessionError(f'{label}: the node graph was not active again within '
+                               f'{timeout:g} s')
+
+    # ------------------------------------------------- the session's calls (GraphPort)
+    def closing(self) -> bool:
+        return self.stopping.is_set()
+
+    @_port
+    def applied_tasks(self, session_id: str) -> dict[int, str]:
         response = self.call_service(self.progress_client,
                                      SessionProgress.Request(session_id=session_id),
                                      f'session {session_id}: progress',
@@ -458,271 +507,8 @@ class TaskManager(CecmNode):
             raise SessionError(f'session {session_id}: {response.message}')
         return dict(zip((int(i) for i in response.task_indices), response.task_ids))
 
-    def _session_tasks(self, num_tasks: int, ordinal: int) -> TaskSequence:
-        candidates = self.candidates if self.task_choice == 'informative' else 1
-        seed = self.param('seed')
-        if self.file_tasks is None:
-            # A later session continues with new tasks (new ids) of the same seed.
-            return TaskSequence(self.model, seed + (ordinal - 1) * 1_000_003,
-                                count=num_tasks, candidates=candidates)
-        tasks = list(self.file_tasks)
-        if ordinal > 1:
-            # Task ids must not repeat: the partner and executor key their state on them.
-            tasks = [Task(f'{t.task_id}-r{ordinal}', t.initial, t.goal) for t in tasks]
-        return TaskSequence(self.model, seed, tasks=tasks, candidates=candidates)
-
-    def _next_task(self, tasks: TaskSequence, label: str,
-                   known: str | None) -> tuple[Task, int, float]:
-        """The next task: the one the session chose before (``known``), the given one,
-        or the most informative candidate."""
-        candidates = tasks.offer()
-        if known is not None:
-            ids = [t.task_id for t in candidates]
-            if known not in ids:
-                raise SessionError(f'{label}: this session ran {known!r} here, which is not '
-                                   f'among the candidates {ids}; it cannot be resumed with '
-                                   'these parameters (give another session_id)')
-            return tasks.take(ids.index(known)), len(candidates), 0.0
-        if len(candidates) == 1:
-            return tasks.take(0), 1, 0.0
-        request = RankTasks.Request(candidates=[
-            conv.task_msg(t, self.partner_id, domain=self.model.name) for t in candidates])
-        estimator = self.param('estimator_node')
-        for _ in range(self.param('max_interruptions') + 1):
-            before = self._graph_mark()
-            try:
-                # A ranking lost with an estimator that died is asked again once it is back.
-                response = self.call_service(
-                    self.rank_client, request, f'{label}: rank_tasks',
-                    self.param('server_wait_s'), self.param('estimate_timeout_s'),
-                    interrupt=lambda mark=before: self._graph_changed(mark, estimator),
-                    resend_s=60.0)
-                break
-            except WaitInterruptedError:
-                self.get_logger().warning(f'{label}: the estimator was lost while it ranked '
-                                          'the candidates; asking again once it is back')
-                self._wait_graph_active(label)
-        else:
-            raise SessionError(f'{label}: the candidates could not be ranked (the estimator '
-                               'was lost every time)')
-        if not response.success or response.best >= len(candidates):
-            raise SessionError(f'{label}: the candidates could not be ranked: '
-                               f'{response.message}')
-        task = tasks.take(response.best)
-        # Rounding can leave an uninformative choice a hair below zero ("-0.00 bits").
-        information = max(0.0, float(response.information[response.best]))
-        self.get_logger().info(f'{label}: chose {task.task_id} of {len(candidates)} '
-                               f'candidates ({information:.2f} bits expected)')
-        return task, len(candidates), information
-
-    def _session(self, num_tasks: int) -> None:
-        self.session_started = time.time()
-        results, error, estimator = [], '', None
-        self.failed, self.interruptions = [], []
-        self.session_id = ''
-        self.task_reports: dict[int, TaskReport] = {}
-        try:
-            count = num_tasks or self.param('num_tasks')
-            self.session_id, ordinal, journal, applied = self._open_session(count)
-            tasks = self._session_tasks(count, ordinal)
-            resumed = sum(journal.result(i) is not None for i in range(len(tasks)))
-            if resumed or applied:
-                self.get_logger().info(
-                    f'resuming session {self.session_id!r}: {resumed} tasks finished before, '
-                    f'{len(applied)} applied to the belief')
-            else:
-                self.get_logger().info(f'session {self.session_id!r}: {len(tasks)} tasks')
-            estimator = self._estimator_settings()
-            self._warm_heldout_pool()
-            self._report_prior(journal, len(tasks))
-            for index in range(len(tasks)):
-                label = f'[task {index + 1}/{len(tasks)}]'
-                done = journal.result(index)
-                if done is not None and index not in applied:
-                    # The journal has it, the belief does not (an estimator that kept its
-                    # store in memory was restarted): run it again for the belief.
-                    self.get_logger().warning(f'{label} {done.task_id}: done before, but the '
-                                              'belief does not hold it; it runs again')
-                    done = None
-                known = journal.chosen(index) or applied.get(index)
-                task, offered, information = self._next_task(tasks, label, known)
-                if done is not None:
-                    results.append(done)
-                    self._queue_heldout_metrics(journal, index, len(tasks), done)
-                    continue
-                failure = journal.failure(index)
-                if failure is not None and index not in applied:
-                    # It failed before the restart: it stays failed, and is not run twice.
-                    self.failed.append({'task_index': index, 'task_id': task.task_id,
-                                        'interruptions': failure.get('interruptions', 0),
-                                        'reason': failure.get('reason', '')})
-                    continue
-                if journal.started_unfinished(index):
-                    self._interrupted(journal, index, task, 1,
-                                      'the task manager stopped during it')
-                journal.append('started', index=index, task_id=task.task_id,
-                               candidates=offered, information=information)
-                result = self._run_with_retries(journal, index, len(tasks), task)
-                if result is not None:
-                    result.candidates, result.information = offered, round(information, 4)
-                    journal.append('done', index=index, result=asdict(result))
-                    results.append(result)
-                    self._queue_heldout_metrics(journal, index, len(tasks), result)
-            journal.append('finished')
-        except StopRequestedError as stopped:
-            if self.stopping.is_set():
-                return   # the process is ending
-            error = str(stopped)
-            self.get_logger().warning(f'session stopped: {error}')
-        except (SessionError, CecmError, RuntimeError) as failure:
-            error = str(failure)
-            self.get_logger().error(f'session stopped: {error}')
-        except Exception as failure:  # noqa: BLE001 - report, summarise, exit as asked
-            error = f'internal error: {failure!r}'
-            self.get_logger().error(f'session stopped: {error}')
-        finally:
-            self.running = False
-            if self.resume_requested and self.active and not self.stopping.is_set():
-                self.resume_requested = False
-                self._schedule(0)   # the session continues (resumed from its journal)
-        wall = time.time() - self.session_started   # since the session began, restarts included
-        if results:
-            first, last = results[0], results[-1]
-            self.get_logger().info(
-                f'session done: {len(results)} tasks in {wall:.1f} s; hamming '
-                f'{self.prior_hamming[0]:.2f} (prior) -> {last.hamming:.2f}, correction '
-                f'ratio {first.correction_ratio:.2f} (task 1) -> {last.correction_ratio:.2f}'
-                + (f'; {len(self.interruptions)} interruptions' if self.interruptions else '')
-                + (f'; {len(self.failed)} failed tasks' if self.failed else ''))
-            with self.locked():
-                belief = self.belief
-            for line in conv.report_lines(belief) if belief is not None else []:
-                self.get_logger().info(f'[belief] {line}')
-        self._wait_heldout_metrics()
-        self._write_summary(results, estimator, wall, error)
-        if self.param('exit_when_done'):
-            self.exit_code = 1 if error else 0
-            self.get_logger().info('exit_when_done: shutting down')
-            self.finished.set_result(self.exit_code)
-
-    # ------------------------------------------------------------- interruptions
-    def _graph_mark(self) -> tuple | None:
-        """What the graph looked like: (manager start, recoveries of every node)."""
-        with self.locked():
-            graph = self.graph
-        if graph is None:
-            return None
-        started = (graph.manager_started.sec, graph.manager_started.nanosec)
-        return started, tuple(n.recoveries for n in graph.nodes)
-
-    def _graph_changed(self, before: tuple | None, node: str = '') -> bool:
-        """A node (``node``, or any but the ``observer_nodes``) was lost or came back since
-        ``before`` (a restarted manager counts from zero, so then any return is news)."""
-        graph = self.graph
-        if graph is None or not self.param('graph_status_topic'):
-            return False
-        now = self._graph_mark()
-        if not node:
-            if before is None or now[0] != before[0]:
-                return True
-            observers = self.param('observer_nodes')
-            return not self._task_nodes_active(graph) or any(
-                index >= len(before[1]) or now[1][index] != before[1][index]
-                for index, entry in enumerate(graph.nodes) if entry.name not in observers)
-        entries = [(i, n) for i, n in enumerate(graph.nodes) if n.name == node]
-        if not entries:
-            return False
-        index, entry = entries[0]
-        if not entry.responsive or before is None or now[0] != before[0]:
-            return True
-        return index < len(before[1]) and now[1][index] != before[1][index]
-
-    def _task_nodes_active(self, graph: GraphStatus) -> bool:
-        """The manager is up (not starting, paused or stopped) and every managed node but
-        the observers is active and answers: ``all_active`` with the observers left out
-        (an inactive observer makes the manager report 'recovering')."""
-        observers = self.param('observer_nodes')
-        return graph.mode in ('active', 'recovering') and all(
-            entry.responsive and entry.state == State.PRIMARY_STATE_ACTIVE
-            for entry in graph.nodes if entry.name not in observers)
-
-    def _disturbed(self, before: tuple | None) -> bool:
-        """Whether the graph lost a node since ``before``; waits up to
-        ``disturbance_grace_s`` for the lifecycle manager to notice."""
-        if not self.param('graph_status_topic'):
-            return False
-        return self.wait_until(lambda: self._graph_changed(before),
-                               self.param('disturbance_grace_s'))
-
-    def _wait_graph_active(self, label: str) -> None:
-        if not self.param('graph_status_topic'):
-            return   # no lifecycle manager to say so: run the task again at once
-        timeout = self.param('recovery_timeout_s')
-        if not self.wait_until(lambda: self.graph is not None
-                               and self._task_nodes_active(self.graph), timeout):
-            raise SessionError(f'{label}: the node graph was not active again within '
-                               f'{timeout:g} s')
-
-    def _interrupted(self, journal: SessionJournal, index: int, task: Task, attempt: int,
-                     reason: str) -> None:
-        record = {'task_index': index, 'task_id': task.task_id, 'attempt': attempt,
-                  'reason': reason}
-        self.interruptions.append(record)
-        journal.append('interrupted', index=index, task_id=task.task_id, attempt=attempt,
-                       reason=reason)
-        self.get_logger().warning(f'[task {index + 1}] {task.task_id} interrupted ({reason}); '
-                                  'it runs again from its start once the graph is active')
-
-    def _all_interruptions(self) -> list[dict]:
-        """The session's interruptions, also those before this node was restarted."""
-        journal = self.journals.get(self.session_id)
-        if self._journal_dir() and self.session_id:
-            journal = self._journal(self.session_id)
-        if journal is None:
-            return list(self.interruptions)
-        return [{'task_index': e['index'], 'task_id': e['task_id'], 'attempt': e['attempt'],
-                 'reason': e['reason']} for e in journal.records('interrupted')]
-
-    def _run_with_retries(self, journal: SessionJournal, index: int, count: int, task: Task):
-        """Run a task; again from its start after each interruption; None if it failed.
-
-        Only a failure of the task's own (TaskFailedError) counts as failed, and not even
-        that when a node was lost meanwhile. Anything else (a node lost, a peer that did
-        not answer in time on a busy machine, an internal error here or in a peer)
-        interrupts the task, which runs again."""
-        label = f'[task {index + 1}/{count}] {task.task_id}'
-        interruptions = 0
-        while True:
-            before = self._graph_mark()
-            self.runs = (self.runs + 1) % 2**32 or 1   # 0 names no run (Correction)
-            try:
-                return self._run_task(index, count, task, self.runs, before)
-            except StopRequestedError:
-                raise
-            except WaitInterruptedError:
-                failure, disturbed = RuntimeError('a node was lost while the task ran'), True
-            except TaskFailedError as error:
-                failure, disturbed = error, self._disturbed(before)
-            except (SessionError, CecmError, RuntimeError) as error:
-                failure, disturbed = error, True
-            except Exception as error:  # noqa: BLE001 - an internal error of this node
-                self.get_logger().debug(traceback.format_exc())
-                failure, disturbed = RuntimeError(f'internal error: {error!r}'), True
-            if disturbed and interruptions < self.param('max_interruptions'):
-                interruptions += 1
-                self._interrupted(journal, index, task, interruptions, str(failure))
-                self._wait_graph_active(label)
-                continue
-            if disturbed:
-                failure = RuntimeError(f'interrupted {interruptions} times; last: {failure}')
-            self.get_logger().error(f'{label} failed: {failure}')
-            self.failed.append({'task_index': index, 'task_id': task.task_id,
-                                'interruptions': interruptions, 'reason': str(failure)})
-            journal.append('failed', index=index, task_id=task.task_id,
-                           interruptions=interruptions, reason=str(failure))
-            return None
-
-    def _estimator_settings(self) -> dict:
+    @_port
+    def estimator_settings(self) -> dict:
         """The estimator's (and partner's) parameters, for the summary."""
         values = {'method': 'cecm', 'seed': 0, **NODE_PARAMETERS, 'forgo_probability': 0.0}
         name = self.param('estimator_node')
@@ -753,47 +539,68 @@ class TaskManager(CecmNode):
         finally:
             self.destroy_client(client)
 
-    def _report_prior(self, journal: SessionJournal, count: int) -> None:
-        """The session's prior: the belief when it started, also after a restart (then
-        from the journal, with the session's start time)."""
-        recorded = journal.records('session')
-        if recorded:
-            first = recorded[0]
-            self.prior_estimate = np.array([ch == '1' for ch in first['prior_estimate']])
-            self.prior_hamming = tuple(first['prior_hamming'])
-            self.session_started = float(first['time'])
-            self.get_logger().info(
-                f'[task 0/{count}] prior belief (when the session started): '
-                f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f})')
-            return
-        prior = self._wait_belief(0, 'the initial belief')
-        estimate = conv.estimate_from_belief_msg(self.model.catalog, prior)
-        self.prior_estimate = estimate
-        self.prior_hamming = estimate_distance(self.model, estimate, self.truth)
-        journal.append('session', prior_estimate=conv.vector_text(estimate),
-                       prior_hamming=list(self.prior_hamming), tasks_seen=prior.tasks_seen)
-        self.get_logger().info(
-            f'[task 0/{count}] prior belief ({prior.method}, {prior.tasks_seen} tasks seen): '
-            f'hamming={self.prior_hamming[0]:.2f} (active {self.prior_hamming[1]:.2f}) '
-            f'estimate lacks {self.model.catalog.describe_missing(estimate)}')
-
-    # ----------------------------------------------------------------- one task
-    def _run_task(self, index: int, count: int, task: Task, attempt: int = 0,
-                  before: tuple | None = None):
-        label = f'[task {index + 1}/{count}] {task.task_id}'
-        started = time.perf_counter()
-        wait_s = self.param('server_wait_s')
+    def current_belief(self) -> Belief | None:
         with self.locked():
-            seen = self.belief.tasks_seen if self.belief else 0
+            belief = self.belief
+        return None if belief is None else self._belief(belief)
+
+    @_port
+    def initial_belief(self) -> Belief:
+        return self._belief(self._wait_belief(0, 'the initial belief'))
+
+    def _belief(self, msg: CapabilityBelief) -> Belief:
+        return Belief(estimate=conv.estimate_from_belief_msg(self.model.catalog, msg),
+                      theta=tuple(msg.theta), tasks_seen=msg.tasks_seen, method=msg.method,
+                      status=tuple(msg.status), confounded_with=tuple(msg.confounded_with),
+                      report=tuple(conv.report_from_belief_msg(msg)),
+                      lines=tuple(conv.report_lines(msg)))
+
+    def _wait_belief(self, tasks_seen: int, what: str, fallback=None) -> CapabilityBelief:
+        def arrived() -> bool:
+            return self.belief is not None and self.belief.tasks_seen >= tasks_seen
+
+        if self.wait_until(arrived, self.param('message_timeout_s')):
+            with self.locked():
+                return self.belief
+        if fallback is not None and fallback.capability_names:
+            self.get_logger().warning(f'{what} did not arrive on capability_belief; using '
+                                      'the one in the update result')
+            return fallback
+        raise SessionError(f'{what} did not arrive on capability_belief within '
+                           f'{self.param("message_timeout_s"):g} s')
+
+    @_port
+    def rank_tasks(self, label: str, candidates: Sequence[Task]) -> Ranking:
+        request = RankTasks.Request(candidates=[
+            conv.task_msg(t, self.partner_id, domain=self.model.name) for t in candidates])
+        before = self.graph_mark()
+        estimator = self.param('estimator_node')
+        response = self.call_service(
+            self.rank_client, request, f'{label}: rank_tasks', self.param('server_wait_s'),
+            self.param('estimate_timeout_s'),
+            interrupt=lambda: self._graph_changed(before, estimator), resend_s=60.0)
+        if not response.success or response.best >= len(candidates):
+            raise SessionError(f'{label}: the candidates could not be ranked: '
+                               f'{response.message}')
+        return Ranking(int(response.best), float(response.information[response.best]))
+
+    @_port
+    def reset_world(self, label: str, task: Task, attempt: int) -> None:
+        with self.locked():   # the task's team states and plans are recorded from now on
             self.state_task = task.task_id
             self.states.clear()
             self.robot_plans.pop(task.task_id, None)
             self.human_plans.pop(task.task_id, None)
         request = conv.task_msg(task, self.partner_id, attempt, self.model.name)
         response = self.call_service(self.reset_client, ResetWorld.Request(task=request),
-                                     f'{label}: reset_world', wait_s, 30.0, resend_s=5.0)
+                                     f'{label}: reset_world', self.param('server_wait_s'),
+                                     30.0, resend_s=5.0)
         if not response.success:
             raise TaskFailedError(f'{label}: reset_world failed: {response.message}')
+
+    @_port
+    def run_task(self, label: str, task: Task, attempt: int, mark: Mark | None) -> TaskRun:
+        request = conv.task_msg(task, self.partner_id, attempt, self.model.name)
         self.request_pub.publish(request)
         if self.param('wait_for_partner_plan') and not self.wait_until(
                 lambda: task.task_id in self.human_plans, self.param('message_timeout_s')):
@@ -803,7 +610,7 @@ class TaskManager(CecmNode):
         status, run = self._send_when_accepted(
             self.run_client, self.param('run_task_action'), RunTask.Goal(task=request),
             f'{label}: run_task', self.param('task_timeout_s'),
-            interrupt=lambda: self._graph_changed(before))
+            interrupt=lambda: self._graph_changed(mark))
         if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
             failure = TaskFailedError if status == GoalStatus.STATUS_SUCCEEDED or not \
                 run.retry else SessionError
@@ -812,106 +619,32 @@ class TaskManager(CecmNode):
         outcome = run.outcome
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
         self._check_partner_plan_followed(label, task.task_id, trajectory)
-        estimate_goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
+        return TaskRun(corrections=outcome.corrections, robot_decisions=outcome.robot_actions,
+                       goal_reached=outcome.goal_reached, steps=len(trajectory) - 1,
+                       evidence=(outcome, trajectory))
+
+    @_port
+    def update_belief(self, label: str, task: Task, index: int, session_id: str, run: TaskRun,
+                      mark: Mark | None, seen: int) -> BeliefUpdate:
+        outcome, trajectory = run.evidence
+        goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
             domain=self.model.name, task_id=task.task_id, partner_id=self.partner_id,
-            session_id=self.session_id, task_index=index,
-            goal_propositions=sorted(task.goal), trajectory=trajectory,
-            robot_actions=outcome.robot_actions, corrections=outcome.corrections,
-            goal_reached=outcome.goal_reached))
+            session_id=session_id, task_index=index, goal_propositions=sorted(task.goal),
+            trajectory=trajectory, robot_actions=outcome.robot_actions,
+            corrections=outcome.corrections, goal_reached=outcome.goal_reached))
         # Only the estimator's own loss ends this wait: an update does not depend on the
         # other nodes, and a goal of a server that died is never answered.
         status, update = self._send_when_accepted(
-            self.estimate_client, self.param('estimate_action'), estimate_goal,
-            f'{label}: estimate', self.param('estimate_timeout_s'),
-            interrupt=lambda: self._graph_changed(before, self.param('estimator_node')))
+            self.estimate_client, self.param('estimate_action'), goal, f'{label}: estimate',
+            self.param('estimate_timeout_s'),
+            interrupt=lambda: self._graph_changed(mark, self.param('estimator_node')))
         if status != GoalStatus.STATUS_SUCCEEDED:
             failure = SessionError if update.retry else TaskFailedError
             raise failure(f'{label}: the belief update failed: '
                           f'{update.message or _status_name(status)}')
         belief = self._wait_belief(max(seen, update.belief.tasks_seen), 'the updated belief',
                                    fallback=update.belief)
-        estimate = conv.estimate_from_belief_msg(self.model.catalog, belief)
-        robot_plan, human_plan = self._plans(label, task.task_id)
-        try:
-            result = session_task_result(
-                self.model, index, task, estimate, self.truth, robot_plan, human_plan,
-                outcome.corrections, outcome.robot_actions, outcome.goal_reached,
-                update.samples_accepted, update.message, theta=list(belief.theta),
-                statuses=conv.report_from_belief_msg(belief))
-        except InterruptedWorkError:
-            raise StopRequestedError('task_manager is stopping') from None
-        decided = f' decided={result.decided}' if belief.status else ''
-        self.get_logger().info(
-            f'{label}: hamming={result.hamming:.2f} (active {result.hamming_active:.2f})'
-            f' corrections={result.corrections}/{result.robot_decisions} '
-            f'iou={result.iou:.2f} infeasible={result.infeasible_assigned} '
-            f'accepted={result.accepted_samples}{decided} steps={len(trajectory) - 1} '
-            f'({time.perf_counter() - started:.1f} s); estimate lacks '
-            f'{self.model.catalog.describe_missing(estimate)}')
-        report = TaskReport(
-            task_id=task.task_id, index=index + 1, count=count,
-            corrections=result.corrections, robot_decisions=result.robot_decisions,
-            iou=float(result.iou), hamming=float(result.hamming),
-            hamming_active=float(result.hamming_active),
-            heldout_agreement=float(result.heldout_agreement),
-            accepted_samples=int(result.accepted_samples), decided=int(result.decided),
-            status=list(belief.status), goal_reached=bool(result.goal_reached))
-        report.header.stamp = self.stamp()
-        self.report_pub.publish(report)
-        self.task_reports[index] = report
-        return result
-
-    def _queue_heldout_metrics(self, journal: SessionJournal, index: int, count: int,
-                               result) -> None:
-        """The held-out metrics of a finished task (some hundred plans), worked off in
-        the background at a low priority: the next task does not wait for them, only the
-        summary does. They are journaled, logged, and sent as an updated task report."""
-        pool = self._heldout_pool()
-        if pool is None or not math.isnan(result.heldout_agreement):
-            return
-        with self.locked():
-            if self.metrics_worker is None:
-                self.metrics_worker = ThreadPoolExecutor(
-                    1, thread_name_prefix='heldout_metrics', initializer=lower_priority)
-            worker = self.metrics_worker
-        label = f'[task {index + 1}/{count}] {result.task_id}'
-        self.metrics_pending.append(
-            worker.submit(self._heldout_metrics, pool, journal, index, label, result))
-
-    def _heldout_metrics(self, pool: HeldoutPool, journal: SessionJournal, index: int,
-                         label: str, result) -> None:
-        try:
-            add_heldout_metrics(self.model, pool, [result])
-        except InterruptedWorkError:
-            return
-        except Exception as error:  # noqa: BLE001 - metrics only; the session goes on
-            self.get_logger().warning(f'{label}: the held-out metrics failed: {error!r}')
-            return
-        journal.append('metrics', index=index, heldout_agreement=result.heldout_agreement,
-                       hamming_identifiable=result.hamming_identifiable)
-        self.get_logger().info(f'{label}: heldout={result.heldout_agreement:.2f} '
-                               f'(identifiable hamming {result.hamming_identifiable:.2f})')
-        report = self.task_reports.get(index)
-        if report is not None and report.task_id == result.task_id and self.active:
-            report.heldout_agreement = float(result.heldout_agreement)
-            report.header.stamp = self.stamp()
-            self.report_pub.publish(report)
-
-    def _wait_heldout_metrics(self) -> None:
-        """The summary needs every task's held-out metrics: wait for those queued."""
-        pending, self.metrics_pending = self.metrics_pending, []
-        if not pending or self.stopping.is_set():
-            return
-        started = time.perf_counter()
-        for future in pending:
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001, S110 - logged by the job itself
-                pass
-        waited = time.perf_counter() - started
-        if waited > 0.5:
-            self.get_logger().info(f'held-out metrics of the session done {waited:.1f} s '
-                                   'after its last task')
+        return BeliefUpdate(self._belief(belief), update.samples_accepted, update.message)
 
     def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float,
                             interrupt=None):
@@ -948,58 +681,18 @@ class TaskManager(CecmNode):
         finally:
             self.destroy_client(client)
 
-    def _heldout_pool(self) -> HeldoutPool | None:
-        """The held-out pool of the metrics (its own planner; built on first use)."""
-        size = self.param('heldout_tasks')
-        if size <= 0:
-            return None
-        if self.pool is None:
-            self.planner = planner_for(self.model, workers=2, **self.planner_options())
-            # Plans shared between vectors only where the planner is cost-optimal (not
-            # Overcooked's MCTS), as in `cecm experiment`.
-            pool = HeldoutPool(self.model, evaluator_for('cecm', self.planner),
-                               heldout_seed(self.param('seed')), size)
-            # Stops at a deactivation, and for good once a new configuration replaced it.
-            pool.interrupt = lambda: (self.stopping.is_set() or not self.active
-                                      or self.pool is not pool)
-            self.pool = pool
-        return self.pool
-
-    def _warm_heldout_pool(self) -> None:
-        """Plan the held-out pool under the true vector and each of its single flips (the
-        part of the metrics that does not depend on the belief, some 700 plans) while the
-        first task runs, which mostly waits for answers, instead of after it."""
-        pool = self._heldout_pool()
-        warming = self.pool_warming
-        if pool is None or (warming is not None and warming.is_alive()) or \
-                pool.identifiable(self.truth, plan=False) is not None:
-            return
-
-        def warm() -> None:
-            # Metrics only: at a low CPU priority (this thread, and the planner threads
-            # and processes it starts), so that the first task's planning goes first.
-            lower_priority()
-            started = time.perf_counter()
-            try:
-                identifiable = pool.identifiable(self.truth)
-            except InterruptedWorkError:
-                return
-            except Exception as error:  # noqa: BLE001 - the first task's metrics try again
-                if self.active and not self.stopping.is_set():
-                    self.get_logger().warning(f'planning the held-out pool ahead failed '
-                                              f'({error}); the metrics plan it when needed')
-                return
-            if self.active and not self.stopping.is_set():
-                self.get_logger().info(
-                    f'held-out pool: {len(pool.tasks)} tasks (seed {pool.seed}) planned under '
-                    f'the true capabilities and their single flips in '
-                    f'{time.perf_counter() - started:.1f} s; {int(identifiable.sum())} '
-                    'capabilities identifiable')
-
-        self.get_logger().info(f'held-out pool: planning {len(pool.tasks)} tasks under the '
-                               'true capabilities, beside the first task')
-        self.pool_warming = threading.Thread(target=warm, name='heldout_pool', daemon=True)
-        self.pool_warming.start()
+    def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
+        """The team states 0..H this node recorded (H from the executor's outcome)."""
+        last = len(outcome.trajectory) - 1
+        complete = self.wait_until(lambda: all(s in self.states for s in range(last + 1)),
+                                   self.param('message_timeout_s'))
+        with self.locked():
+            if complete:
+                return [self.states[s] for s in range(last + 1)]
+            missing = [s for s in range(last + 1) if s not in self.states]
+        self.get_logger().warning(f'{label}: team_state of steps {missing} not received; '
+                                  "using the executor's trajectory")
+        return list(outcome.trajectory)
 
     def _check_partner_plan_followed(self, label: str, task_id: str, trajectory) -> None:
         """CE-CM assumes the team followed the partner's plan (the partner enforces it).
@@ -1026,108 +719,38 @@ class TaskManager(CecmNode):
                 "partner's plan: nobody enforced it (answer for a simulated partner). "
                 "CE-CM assumes they were, so this task's evidence may mislead the belief")
 
-    def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
-        """The team states 0..H this node recorded (H from the executor's outcome)."""
-        last = len(outcome.trajectory) - 1
-        complete = self.wait_until(lambda: all(s in self.states for s in range(last + 1)),
-                                   self.param('message_timeout_s'))
+    def first_plans(self, label: str, task: Task) -> tuple[CorePlan, CorePlan]:
         with self.locked():
-            if complete:
-                return [self.states[s] for s in range(last + 1)]
-            missing = [s for s in range(last + 1) if s not in self.states]
-        self.get_logger().warning(f'{label}: team_state of steps {missing} not received; '
-                                  "using the executor's trajectory")
-        return list(outcome.trajectory)
-
-    def _wait_belief(self, tasks_seen: int, what: str, fallback=None) -> CapabilityBelief:
-        def arrived() -> bool:
-            return self.belief is not None and self.belief.tasks_seen >= tasks_seen
-
-        if self.wait_until(arrived, self.param('message_timeout_s')):
-            with self.locked():
-                return self.belief
-        if fallback is not None and fallback.capability_names:
-            self.get_logger().warning(f'{what} did not arrive on capability_belief; using '
-                                      'the one in the update result')
-            return fallback
-        raise SessionError(f'{what} did not arrive on capability_belief within '
-                           f'{self.param("message_timeout_s"):g} s')
-
-    def _plans(self, label: str, task_id: str) -> tuple[CorePlan, CorePlan]:
-        with self.locked():
-            robot, human = self.robot_plans.get(task_id), self.human_plans.get(task_id)
+            robot = self.robot_plans.get(task.task_id)
+            human = self.human_plans.get(task.task_id)
         plans = []
         for msg, topic in ((robot, 'robot/joint_plan'), (human, 'human/joint_plan')):
             if msg is None:
                 self.get_logger().warning(f'{label}: no plan on {topic}; plan metrics treat '
                                           'it as empty')
-                msg = JointPlan(task_id=task_id)
+                msg = JointPlan(task_id=task.task_id)
             plans.append(conv.plan_from_msg(self.model, msg))
         return plans[0], plans[1]
 
-    # ------------------------------------------------------------------ summary
-    def _write_summary(self, results, estimator: dict | None, wall: float, error: str) -> None:
-        path = self.param('summary_path')
-        if not path:
-            return
-        extra = {
-            'source': 'cecm_ros node graph (task_manager)',
-            'partner_id': self.partner_id,
-            'session_id': self.session_id,
-            'interruptions': self._all_interruptions(),
-            'failed_tasks': list(self.failed),
-            'estimator_parameters': estimator,
-            'prior': {'hamming': self.prior_hamming[0], 'hamming_active': self.prior_hamming[1],
-                      'estimate': conv.vector_text(self.prior_estimate)}
-            if hasattr(self, 'prior_hamming') else None,
-            'tasks': [{'task_id': r.task_id, 'estimate': r.estimate, 'truth': r.truth,
-                       'status': r.status, 'corrections': r.corrections,
-                       'robot_decisions': r.robot_decisions, 'goal_reached': r.goal_reached,
-                       'candidates': r.candidates, 'information': r.information,
-                       'update_message': r.update_message}
-                      for r in results],
-        }
-        with self.locked():
-            belief = self.belief
-        if belief is not None and belief.status:
-            extra['report'] = {
-                'lines': conv.report_lines(belief),
-                'status': dict(zip(belief.capability_names, belief.status)),
-                'confounded_with': {name: others for name, others in
-                                    zip(belief.capability_names, belief.confounded_with)
-                                    if others}}
-        # Only what is planned: a session that ended before the pool was (a stop, an
-        # error in task 1) neither waits for it nor plans it now.
-        identifiable = self.pool.identifiable(self.truth, plan=False) \
-            if self.pool is not None else None
-        if identifiable is not None:
-            extra['identifiable_capabilities'] = [
-                self.model.catalog.names[i] for i in np.flatnonzero(identifiable)]
-            extra['heldout_seed'] = self.pool.seed
-        if error:
-            extra['error'] = error
-        try:
-            if results:
-                settings = settings_from_parameters(
-                    {key: estimator[key] for key in NODE_PARAMETERS},
-                    self.model.default_epsilon)
-                summary = session_summary(
-                    self.model, self.partner, estimator['method'], self.param('seed'),
-                    settings, results, wall, extra,
-                    forgo_probability=float(estimator['forgo_probability']),
-                    partner_behaviour=estimator.get('partner_behaviour') or None,
-                    task_choice=self.task_choice,
-                    candidates=self.candidates if self.task_choice == 'informative' else 1,
-                    heldout=self.param('heldout_tasks'))
-            else:
-                summary = {'format': 'cecm_ros/experiment_summary/1', 'per_task': [], **extra}
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(summary, indent=1))
-        except (OSError, CecmError, ValueError, KeyError, TypeError) as failure:
-            self.get_logger().error(f'cannot write the summary to {path}: {failure}')
-            return
-        self.get_logger().info(f'summary written to {path}')
+    def report_task(self, index: int, count: int, result: TaskResult, belief: Belief) -> None:
+        report = TaskReport(
+            task_id=result.task_id, index=index + 1, count=count,
+            corrections=result.corrections, robot_decisions=result.robot_decisions,
+            iou=float(result.iou), hamming=float(result.hamming),
+            hamming_active=float(result.hamming_active),
+            heldout_agreement=float(result.heldout_agreement),
+            accepted_samples=int(result.accepted_samples), decided=int(result.decided),
+            status=list(belief.status), goal_reached=bool(result.goal_reached))
+        report.header.stamp = self.stamp()
+        self.report_pub.publish(report)
+        self.task_reports[index] = report
+
+    def report_heldout(self, index: int, result: TaskResult) -> None:
+        report = self.task_reports.get(index)
+        if report is not None and report.task_id == result.task_id and self.active:
+            report.heldout_agreement = float(result.heldout_agreement)
+            report.header.stamp = self.stamp()
+            self.report_pub.publish(report)
 
 
 def _status_name(status: int) -> str:
