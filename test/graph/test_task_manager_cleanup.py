@@ -91,8 +91,9 @@ def test_a_cleanup_during_held_out_metrics_returns_promptly():
         ActionServer(peers, EstimateCapabilities, 'capability_estimator/estimate',
                      lambda goal: EstimateCapabilities.Result())
         manager = TaskManager(context=context, parameter_overrides=[
-            Parameter('household_file', value=str(HOUSEHOLDS / 'tidyup_10_rooms.yaml')),
-            Parameter('capabilities_file', value=str(HOUSEHOLDS / 'capabilities_10_rooms.yaml')),
+            Parameter('tidyup.household', value=str(HOUSEHOLDS / 'tidyup_10_rooms.yaml')),
+            Parameter('tidyup.capabilities',
+                      value=str(HOUSEHOLDS / 'capabilities_10_rooms.yaml')),
             Parameter('autostart_tasks', value=False), Parameter('heldout_tasks', value=40),
             Parameter('plan_store', value='off'), Parameter('graph_status_topic', value=''),
             Parameter('partner_node', value='')])
