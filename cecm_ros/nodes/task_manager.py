@@ -481,6 +481,10 @@ class TaskManager(CecmNode):
                                self.param('disturbance_grace_s'))
 
     @_port
+    def settle(self, seconds: float) -> None:
+        self.wait_until(lambda: False, seconds)
+
+    @_port
     def wait_graph_active(self, label: str) -> None:
         if not self.param('graph_status_topic'):
             return   # no lifecycle manager to say so: run the task again at once

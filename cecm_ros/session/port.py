@@ -119,6 +119,12 @@ class GraphPort(Protocol):
         """Wait until every node a task needs is active again (SessionError if not)."""
         ...
 
+    def settle(self, seconds: float) -> None:
+        """Wait ``seconds``, or raise SessionStoppedError as soon as the session is asked
+        to stop: a node lost at the instant a whole launch stops is that stop, not an
+        interruption to report."""
+        ...
+
     def reset_world(self, label: str, task: Task, attempt: int) -> None:
         """Put the world in the task's start state (TaskFailedError if it refuses)."""
         ...

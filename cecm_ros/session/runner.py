@@ -48,6 +48,10 @@ from cecm_ros.session.records import (
     session_task_result,
 )
 
+# How long a lost node's news waits for the session's own stop before it is reported
+# (every process of a launch gets Ctrl-C at once; the others' exits come first).
+LOSS_GRACE_S = 1.0
+
 
 class Log(Protocol):
     """Where the session says what it does (rclpy's and Python's loggers both fit)."""
@@ -382,6 +386,8 @@ class SessionRunner:
             except Exception as error:  # noqa: BLE001 - an internal error
                 self.log.debug(traceback.format_exc())
                 failure, disturbed = RuntimeError(f'internal error: {error!r}'), True
+            if disturbed:
+                self.port.settle(LOSS_GRACE_S)
             if disturbed and interruptions < self.settings.max_interruptions:
                 interruptions += 1
                 self._interrupted(journal, index, task, interruptions, str(failure))

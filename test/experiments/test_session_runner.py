@@ -158,6 +158,9 @@ class CorePort:
     def wait_graph_active(self, label: str) -> None:
         self.calls.append(('wait_graph_active', label))
 
+    def settle(self, seconds: float) -> None:
+        self.calls.append(('settle', seconds))
+
     def reset_world(self, label: str, task: Task, attempt: int) -> None:
         self.attempts.append(attempt)
         self._call('reset_world', task.task_id)

@@ -1,0 +1,63 @@
+"""The layers are the folders: each imports only the layers below it (docs/design.md,
+"Layers"). Checked statically over every import statement of every module, inside
+functions too; test/core/test_core_boundaries.py also checks the core at run time."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import cecm_ros
+
+PACKAGE = Path(cecm_ros.__file__).parent
+ROS = ('rclpy', 'cecm_ros.msg', 'cecm_ros.srv', 'cecm_ros.action')
+ABOVE = {
+    'core': ('cecm_ros.domains', 'cecm_ros.experiments', 'cecm_ros.session',
+             'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes', 'rosidl', *ROS),
+    'domains': ('cecm_ros.experiments', 'cecm_ros.session', 'cecm_ros.web',
+                'cecm_ros.tools', 'cecm_ros.nodes', 'rosidl', *ROS),
+    'experiments': ('cecm_ros.session', 'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes',
+                    *ROS),
+    'session': ('cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes', *ROS),
+    # The panel's codec loads message modules by name, at run time, never by import.
+    'web': ('cecm_ros.tools', 'cecm_ros.nodes', 'cecm_ros.session', *ROS),
+}
+
+
+def imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit('.', node.level - 1)[0] if node.level > 1 else package
+                module = f'{base}.{node.module}' if node.module else base
+            else:
+                module = node.module or ''
+            found.append((node.lineno, module))
+    return found
+
+
+def _modules():
+    for layer in ABOVE:
+        for path in sorted((PACKAGE / layer).rglob('*.py')):
+            package = '.'.join(('cecm_ros', *path.relative_to(PACKAGE).parent.parts))
+            yield pytest.param(layer, path, package,
+                               id=str(path.relative_to(PACKAGE)))
+
+
+@pytest.mark.parametrize('layer, path, package', list(_modules()))
+def test_a_module_imports_no_layer_above_its_own(layer, path, package):
+    bad = [f'line {line}: {module}' for line, module in imported_modules(path, package)
+           if any(module == name or module.startswith(name + '.') for name in ABOVE[layer])]
+    assert not bad, f'{path.relative_to(PACKAGE)} ({layer}) imports ' + '; '.join(bad)
+
+
+def test_the_check_sees_an_import_from_above(tmp_path):
+    module = tmp_path / 'sample.py'
+    module.write_text('from ...nodes import common\ndef late():\n    import rclpy\n')
+    names = [name for _, name in imported_modules(module, 'cecm_ros.domains.tidyup')]
+    assert names == ['cecm_ros.nodes', 'rclpy']
