@@ -328,6 +328,7 @@ def test_search_processes_end_with_a_parent_that_was_killed(tmp_path):
     """A parent killed outright (no pool shutdown) leaves no search process behind."""
     script = textwrap.dedent(f'''
         import numpy as np
+        from cecm_ros.domains import planner_for
         from cecm_ros.domains.overcooked.model import OvercookedDomain
         d = OvercookedDomain({str(CONFIG / 'domain.yaml')!r})
         planner = planner_for(d, workers=2, plan_cache=False, simulations=5000)
