@@ -13,6 +13,13 @@ behalf), it re-plans from there under the same capabilities, as a person would c
 on, and publishes the task's plan again (the steps taken, then the new plan).
 Parameter ``partner_behaviour`` makes it less than optimal (docs/partners.md): after a
 step off its plan it re-plans and publishes the task's plan again as well.
+
+``partner_behaviour: person`` is play mode: a person is the partner. The node then takes
+the partner's action for each step from ``human/choice`` (PartnerChoice, sent by the web
+panel when the person picks one) instead of choosing it, and answers no intents (the
+person does, on the panel). It still plans the optimal partner's plan under the assigned
+capabilities, as the reference a person's play is compared with; the world enforces
+those capabilities (an action they lack is a self-loop).
 """
 
 from __future__ import annotations
@@ -37,7 +44,14 @@ from cecm_ros.core.partners import (
 from cecm_ros.core.partners import SimulatedHuman as CoreHuman
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import partner_search_seed
-from cecm_ros.msg import Correction, JointPlan, RobotIntent, TaskRequest, TeamState
+from cecm_ros.msg import (
+    Correction,
+    JointPlan,
+    PartnerChoice,
+    RobotIntent,
+    TaskRequest,
+    TeamState,
+)
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     ALL_SKILLS,
@@ -63,6 +77,8 @@ GOAL_LOST_AFTER_S = 2.0
 # before that is lost (volatile), which the robot takes for consent.
 LISTENER_WAIT_S = 10.0
 LISTENER_POLL_S = 0.05
+PERSON = 'person'   # partner_behaviour of play mode: a person chooses the partner's actions
+CHOICES_KEPT = 50   # a person's choices remembered, by (task id, attempt, step)
 
 
 @dataclass
@@ -97,9 +113,14 @@ class SimulatedHumanNode(CecmNode):
                      'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
         self.declare('partner_behaviour', '',
                      'How the partner departs from the optimal one: '
-                     f'{", ".join(BEHAVIOUR_FORMS)} (docs/partners.md); \'\' = forgo:P when '
+                     f'{", ".join(BEHAVIOUR_FORMS)} (docs/partners.md), or {PERSON} (a '
+                     "person chooses on human/choice); '' = forgo:P when "
                      "forgo_probability P > 0, else the domain's default",
                      check=behaviour_check)
+        self.declare('choice_timeout_s', 600.0,
+                     'With partner_behaviour person: how long a step waits for the '
+                     "person's choice before the partner waits that step (0 = no limit)",
+                     low=0.0, high=86_400.0)
         self.declare('seed', 0, "Seed of the partner's random choices (with the task id)",
                      low=0, high=2**31 - 1)
         self.declare('answer_intents', True,
@@ -128,9 +149,12 @@ class SimulatedHumanNode(CecmNode):
                                           workers=self.param('planner_workers'),
                                           **self.planner_options())
         self.forgo = self.param('forgo_probability')
-        self.behaviour = resolve_partner_behaviour(
+        self.person = self.param('partner_behaviour').strip() == PERSON
+        # A person's play is compared with the optimal partner's plan.
+        self.behaviour = PartnerBehaviour() if self.person else resolve_partner_behaviour(
             self.param('partner_behaviour'), self.forgo,
             default=self.model.default_partner_behaviour)
+        self.choices: OrderedDict[tuple[str, int, int], str] = OrderedDict()
         # 'independent': a search seed of its own (a planner without a seed plans alike).
         own = self.planner.with_seed(partner_search_seed(self.param('seed'))) \
             if self.behaviour.own_search else None
@@ -141,7 +165,10 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(
                 f'partner_behaviour independent: the {self.model.name} planner has no seed '
                 '(it is deterministic), so the partner plans as the robot would (optimal)')
-        self.answers = self.param('answer_intents')
+        self.answers = self.param('answer_intents') and not self.person
+        if self.person and self.param('answer_intents'):
+            self.get_logger().info('play mode: the person answers the intents (on the panel); '
+                                   'answer_intents is not used')
         self.unheard = False   # an answer waited in vain for a subscriber: no more waits
         self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
         self.task = None
@@ -164,13 +191,18 @@ class SimulatedHumanNode(CecmNode):
             self.create_subscription(RobotIntent, 'robot/intent',
                                      self.guarded(self._on_intent, 'robot/intent'),
                                      QOS_EVENTS, callback_group=serial),
+            # Another group than the intents': an intent waits for its step's choice.
+            self.create_subscription(PartnerChoice, 'human/choice',
+                                     self.guarded(self._on_choice, 'human/choice'),
+                                     QOS_EVENTS, callback_group=self.group),
             # Another group than the intents': an intent waits for its step's state.
             self.create_subscription(TeamState, 'team_state',
                                      self.guarded(self._on_team_state, 'team_state'),
                                      QOS_TEAM_STATE, callback_group=self.group),
         ]
         self.get_logger().info(f'partner {spec!r}: lacks '
-                               f'{self.model.catalog.describe_missing(self.truth)}')
+                               f'{self.model.catalog.describe_missing(self.truth)}'
+                               + ('; a person plays it (human/choice)' if self.person else ''))
 
     def activate(self) -> None:
         """Its skill servers must be there before it takes part in tasks."""
@@ -254,9 +286,54 @@ class SimulatedHumanNode(CecmNode):
             self.human.choose_step()   # its plan's step, or (a behaviour) another
         if self.answers and not msg.repeated:   # a repeat's window is closed
             self._answer(msg.task_id, msg.attempt, step, intended)
-        own = self.human.current_step.human
+        own = self._person_choice(msg.task_id, msg.attempt, step) if self.person \
+            else self.human.current_step.human
         self._advance(step)
         self._act(msg.task_id, step, own)
+
+    def _on_choice(self, msg: PartnerChoice) -> None:
+        """A person's own action for a step (play mode); checked now, taken when the
+        step's intent comes (or at once, when it is waiting for it)."""
+        if not self.person:
+            self.get_logger().warning(f'ignoring a choice from {msg.sender!r}: this partner '
+                                      'is not played by a person (partner_behaviour)')
+            return
+        try:
+            action = conv.canonical_action(self.model, msg.action, 'human', 'chosen action')
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring choice from {msg.sender!r} for step '
+                                      f'{msg.step} of task {msg.task_id}: {error}')
+            return
+        attempt = msg.attempt or (self.attempt if self.task is not None
+                                  and self.task.task_id == msg.task_id else 0)
+        with self.locked():
+            key = (msg.task_id, attempt, msg.step)
+            if key in self.choices:
+                self.get_logger().info(f'step {msg.step}: the person already chose '
+                                       f'{self.choices[key]}; {action} ignored')
+                return
+            self.choices[key] = action
+            while len(self.choices) > CHOICES_KEPT:
+                self.choices.popitem(last=False)
+        self.get_logger().info(f'step {msg.step}: the person chose {action} '
+                               f'({msg.sender or "unnamed"})')
+        self.notify()
+
+    def _person_choice(self, task_id: str, attempt: int, step: int) -> str:
+        """The person's action for this step: waited for (choice_timeout_s, 0 = no
+        limit); a step nobody chose in time is waited out (noop)."""
+        key = (task_id, attempt, step)
+        limit = self.param('choice_timeout_s') or None
+        with self.locked():
+            ready = key in self.choices
+        if not ready:
+            self.get_logger().info(f'step {step}: waiting for the person\'s choice')
+        if not self.wait_until(lambda: key in self.choices, limit):
+            self.get_logger().warning(f'step {step}: no choice from the person within '
+                                      f'{limit:g} s; the partner waits this step')
+            return NOOP
+        with self.locked():
+            return self.choices[key]
 
     def _on_team_state(self, msg: TeamState) -> None:
         try:
@@ -436,7 +513,7 @@ class SimulatedHumanNode(CecmNode):
 
 def behaviour_check(text: str) -> str:
     """What is wrong with a ``partner_behaviour`` text ('' = none given)."""
-    if not text.strip():
+    if not text.strip() or text.strip() == PERSON:
         return ''
     try:
         PartnerBehaviour.parse(text)

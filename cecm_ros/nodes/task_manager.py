@@ -486,8 +486,8 @@ class TaskManager(CecmNode):
 
     @_port
     def wait_graph_active(self, label: str) -> None:
-        if not self.param('graph_status_topic'):
-            return   # no lifecycle manager to say so: run the task again at once
+        if not self.param('graph_status_topic') or self._graph_view() is None:
+            return   # no lifecycle manager to say so (none heard): go on at once
         timeout = self.param('recovery_timeout_s')
         def active() -> bool:
             graph = self._graph_view()

@@ -370,6 +370,10 @@ class SessionRunner:
         label = f'[task {index + 1}/{count}] {task.task_id}'
         interruptions = 0
         while True:
+            # A run starts on a whole graph: at the session's start the manager may not
+            # have said "all active" yet, and the run's mark must not take that for a
+            # node lost.
+            self.port.wait_graph_active(label)
             mark = self.port.graph_mark()
             attempt = self.runs.next()
             failure: Exception
