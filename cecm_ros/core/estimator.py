@@ -43,6 +43,7 @@ from .likelihood import (
     UsageLikelihoodModel,
     seeded_planners,
 )
+from .vectors import unique_rows
 from .weighted_posterior import WeightedPosterior
 
 BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
@@ -365,7 +366,7 @@ class CapabilityBelief:
             return len(self.posterior.distinct()[0])
         if self.method.startswith('cecm'):
             kept = self.accepted[self.weights() > 0]
-            return len(np.unique(kept, axis=0)) if len(kept) else 0
+            return len(unique_rows(kept)) if len(kept) else 0
         return 1
 
     def describe(self) -> list[str]:
@@ -658,7 +659,7 @@ class CecmEstimator(Estimator):
             return belief.posterior.distinct()
         weights = belief.weights()
         if weights.sum() > 0:
-            vectors, inverse = np.unique(belief.accepted, axis=0, return_inverse=True)
+            vectors, inverse = unique_rows(belief.accepted, return_inverse=True)
             mass = np.bincount(inverse.ravel(), weights=weights, minlength=len(vectors))
             return vectors, mass / mass.sum()
         samples = self.draw_samples()

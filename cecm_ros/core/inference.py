@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
+from .vectors import unique_rows
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -373,7 +374,7 @@ class ParticlePosterior:
         known, else the particles' frequencies."""
         if self.support is not None:
             return self.support
-        vectors, counts = np.unique(self._particles(), axis=0, return_counts=True)
+        vectors, counts = unique_rows(self._particles(), return_counts=True)
         return vectors, counts / counts.sum()
 
     def estimate(self, rule: str, psi: float) -> np.ndarray:
@@ -518,7 +519,7 @@ class ParticlePosterior:
             entry.status if entry.decided else None for entry in self.report]
         self.report = self._evidence_report(evaluator, settled=settled)
         advance()
-        update.distinct = len(np.unique(self.particles, axis=0))
+        update.distinct = len(unique_rows(self.particles))
         update.message = self._describe(item, update)
         return update
 
@@ -575,7 +576,7 @@ class ParticlePosterior:
                                                              vectors[unexplained])
             return total
 
-        particles = np.unique(self._particles() if begin is None else begin, axis=0)
+        particles = unique_rows(self._particles() if begin is None else begin)
         extremes = self._canonical(np.array([np.ones(self.prior.size, dtype=bool),
                                              np.zeros(self.prior.size, dtype=bool)]))
         live = np.flatnonzero(self.live)
@@ -583,12 +584,12 @@ class ParticlePosterior:
             # Near the particles, not at the extremes: a counterexample to a claim the
             # particles support differs from them in few capabilities if it exists.
             particles[:, clamp[0]] = clamp[1]
-            particles = np.unique(particles, axis=0)
+            particles = unique_rows(particles)
             extremes = extremes[:0]
             live = live[live != clamp[0]]
         scores = cost(particles)
-        frontier = np.unique(np.vstack([particles[np.argsort(scores, kind='stable')[:starts]],
-                                        extremes]), axis=0)
+        frontier = unique_rows(np.vstack([particles[np.argsort(scores, kind='stable')[:starts]],
+                                          extremes]))
         found = []
         current = cost(frontier)
         for _ in range(steps):
@@ -606,7 +607,7 @@ class ParticlePosterior:
                 np.flatnonzero(better), best[better]]
             current = scores[np.flatnonzero(better), best[better]]
             if len(frontier):
-                frontier, unique = np.unique(frontier, axis=0, return_index=True)
+                frontier, unique = unique_rows(frontier, return_index=True)
                 current = current[unique]
         return np.array(found, dtype=bool).reshape(-1, self.prior.size)
 
@@ -679,7 +680,7 @@ class ParticlePosterior:
         means complete; its exact masses are the prior's, renormalised. None when the
         particles are too many or the closure grows past SUPPORT_LIMIT.
         """
-        found = np.unique(self._particles(), axis=0)
+        found = unique_rows(self._particles())
         if len(found) > SUPPORT_START or not self.active:
             return None
         live = np.flatnonzero(self.live)
@@ -688,7 +689,7 @@ class ParticlePosterior:
         while len(frontier):
             flips = np.repeat(frontier, len(live), axis=0)
             flips[np.arange(len(flips)), np.tile(live, len(frontier))] ^= True
-            flips = np.unique(flips, axis=0)
+            flips = unique_rows(flips)
             new = np.array([_key(v) not in known for v in flips], dtype=bool)
             flips = flips[new]
             if not len(flips):
@@ -776,7 +777,7 @@ class ParticlePosterior:
             flipped[:, i] ^= True
             subsets[i] = (subset, flipped, both)
         if subsets:
-            everything = np.unique(np.vstack([f for _, f, _ in subsets.values()]), axis=0)
+            everything = unique_rows(np.vstack([f for _, f, _ in subsets.values()]))
             ok = dict(zip((_key(v) for v in everything),
                           self._consistent(evaluator, everything, self.active)))
         report = []

@@ -51,6 +51,7 @@ from .inference import (
     memoised,
 )
 from .likelihood import Likelihood, LikelihoodModel
+from .vectors import unique_rows
 
 # Resample when the effective sample size falls below this share of the particles.
 RESAMPLE_BELOW = 0.5
@@ -104,7 +105,7 @@ class WeightedPosterior(ParticlePosterior):
         return weights / weights.sum()
 
     def distinct(self) -> tuple[np.ndarray, np.ndarray]:
-        vectors, inverse = np.unique(self._particles(), axis=0, return_inverse=True)
+        vectors, inverse = unique_rows(self._particles(), return_inverse=True)
         mass = np.bincount(inverse.ravel(), weights=self.weights(), minlength=len(vectors))
         keep = mass > 0
         return vectors[keep], mass[keep] / mass[keep].sum()
