@@ -613,8 +613,16 @@ class ParticlePosterior:
 
     def _graded(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
         sets = evaluator.trajectory_sets(item.task, vectors)
-        return np.array([min(graded_distance(t, item.observed) for t in trajectories)
-                         for trajectories in sets], dtype=float)
+        known: dict[tuple, float] = {}   # hypotheses often share their trajectories
+
+        def graded(trajectory) -> float:
+            key = tuple(trajectory)
+            if key not in known:
+                known[key] = graded_distance(trajectory, item.observed)
+            return known[key]
+
+        return np.array([min(graded(t) for t in trajectories) for trajectories in sets],
+                        dtype=float)
 
     def _distance_to(self, evaluator, item: Evidence, vectors: np.ndarray) -> np.ndarray:
         self._explains(evaluator, item, vectors)
@@ -946,16 +954,30 @@ def graded_distance(predicted: Sequence, observed: Sequence) -> float:
     mean, over the states of each trajectory, of the number of propositions in which
     the nearest state of the other differs, averaged over both directions; other states
     count 1 per differing state. Only a search aid: whether a hypothesis explains a task
-    is decided by the Jaccard distance.
+    is decided by the Jaccard distance. Bit-mask states are compared all at once, as
+    64-bit words.
     """
-    def differ(a, b) -> int:
-        if isinstance(a, int) and isinstance(b, int):
-            return (a ^ b).bit_count()
-        return int(a != b)
-
-    forward = np.mean([min(differ(s, t) for t in predicted) for s in observed])
-    backward = np.mean([min(differ(s, t) for t in observed) for s in predicted])
+    if predicted and observed and all(type(s) is int and s >= 0 for s in (*predicted,
+                                                                          *observed)):
+        differ = _bit_differences(list(predicted), list(observed))
+    else:
+        differ = np.array([[int(a != b) for b in observed] for a in predicted], dtype=float)
+    forward = differ.min(axis=0).mean()    # each observed state to the nearest predicted
+    backward = differ.min(axis=1).mean()   # and back
     return float(forward + backward) / 2.0
+
+
+def _bit_differences(first: list[int], second: list[int]) -> np.ndarray:
+    """The number of differing bits of every pair (first x second) of non-negative ints."""
+    words = max(1, (max(max(first), max(second)).bit_length() + 63) // 64)
+
+    def as_words(states: list[int]) -> np.ndarray:
+        mask = (1 << 64) - 1
+        return np.array([[(s >> (64 * w)) & mask for w in range(words)] for s in states],
+                        dtype=np.uint64)
+
+    a, b = as_words(first), as_words(second)
+    return np.bitwise_count(a[:, None, :] ^ b[None, :, :]).sum(axis=2, dtype=np.int64)
 
 
 def _log_bernoulli(vectors: np.ndarray, probabilities: np.ndarray,

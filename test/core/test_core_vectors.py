@@ -28,3 +28,28 @@ def test_other_arrays_go_to_np_unique():
     vectors, inverse = unique_rows(rows, return_inverse=True)
     assert inverse.tolist() == [1, 0, 1]
     assert unique_rows(np.zeros((0, 4), dtype=bool)).shape == (0, 4)
+
+
+def _graded_by_hand(predicted, observed):
+    def differ(a, b):
+        return (a ^ b).bit_count() if isinstance(a, int) and isinstance(b, int) else \
+            int(a != b)
+    forward = np.mean([min(differ(s, t) for t in predicted) for s in observed])
+    backward = np.mean([min(differ(s, t) for t in observed) for s in predicted])
+    return (forward + backward) / 2.0
+
+
+@pytest.mark.parametrize('bits', [5, 63, 64, 65, 200])
+def test_graded_distance_counts_differing_propositions_of_bit_masks(bits):
+    import random
+
+    from cecm_ros.core.inference import graded_distance
+
+    draw = random.Random(bits)
+    for _ in range(50):
+        predicted = [draw.getrandbits(bits) for _ in range(draw.randint(1, 12))]
+        observed = [draw.getrandbits(bits) for _ in range(draw.randint(1, 12))]
+        assert graded_distance(predicted, observed) == \
+            pytest.approx(_graded_by_hand(predicted, observed))
+    tuples = [(1, 2), (3, 4)], [(1, 2), (5, 6), (7, 8)]
+    assert graded_distance(*tuples) == pytest.approx(_graded_by_hand(*tuples))
