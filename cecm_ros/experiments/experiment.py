@@ -25,8 +25,8 @@ import numpy as np
 
 from cecm_ros.core import metrics
 from cecm_ros.core.domain import Domain, Planner
-from cecm_ros.core.errors import ConfigError
-from cecm_ros.core.estimator import EstimatorSettings, make_estimator
+from cecm_ros.core.errors import ConfigError, PlannerTimeoutError
+from cecm_ros.core.estimator import EstimatorSettings, UpdateReport, make_estimator
 from cecm_ros.core.evidence import STATUS_LETTERS, confounded_text, evidence_entries
 from cecm_ros.core.hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from cecm_ros.core.likelihood import seeded_planners
@@ -263,7 +263,17 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             record = run_shared_task(model, task,
                                      RobotTeammate(robot_planner, estimator.estimate), human)
             executed, executed_calls = time.perf_counter(), planner.calls
-            update = estimator.update(task, record.trajectory)
+            try:
+                update = estimator.update(task, record.trajectory)
+            except PlannerTimeoutError as error:
+                # An update that cannot finish leaves the belief as it was (the estimator
+                # never keeps a partial one); the run goes on with the next task.
+                update = UpdateReport(task.task_id, 0, 0, False,
+                                      f'update not finished ({error}); the belief is as '
+                                      'before this task')
+                if report is not None:
+                    report(f'[run {run + 1}/{settings.runs} task {index + 1}/'
+                           f'{settings.tasks}] {update.message}')
             if timings is not None:
                 now = time.perf_counter()
                 timings.append({'task': task.task_id, 'choose_s': chosen - started,

@@ -1,0 +1,44 @@
+"""A search that times out never ends a run: the update of that task keeps the belief
+as it was (never a partial one), the run goes on and says what happened."""
+
+from __future__ import annotations
+
+from stub_domain import Errands, ErrandsPlanner
+
+from cecm_ros.core.errors import PlannerTimeoutError
+from cecm_ros.core.estimator import EstimatorSettings
+from cecm_ros.experiments.experiment import ExperimentSettings, run_once
+
+
+class SlowOnOneTask(ErrandsPlanner):
+    """Times out whenever several hypotheses of one task are planned (an update), and
+    plans everything else."""
+
+    def __init__(self, domain, slow_task: str):
+        super().__init__(domain)
+        self.slow_task = slow_task
+
+    def solve_all(self, task, vectors):
+        if task.task_id == self.slow_task and len(vectors) > 1:
+            raise PlannerTimeoutError(f'task {task.task_id}: search timed out (test)')
+        return super().solve_all(task, vectors)
+
+
+def test_an_update_that_times_out_keeps_the_belief_and_the_run_goes_on():
+    domain = Errands()
+    settings = ExperimentSettings(partner='low_capability', runs=1, tasks=4, seed=3, jobs=1,
+                                  estimator=EstimatorSettings(samples=100,
+                                                              likelihood='kernel'),
+                                  heldout=0)
+    said = []
+    with ErrandsPlanner(domain) as planner:
+        reference = run_once(domain, planner, settings, 0)
+    slow_task = reference[1].task_id
+    with SlowOnOneTask(domain, slow_task) as planner:
+        results = run_once(domain, planner, settings, 0, report=said.append)
+    assert [r.task_id for r in results] == [r.task_id for r in reference]
+    assert results[1].theta == results[0].theta            # nothing learnt from it
+    assert results[1].accepted_samples == 0
+    assert 'update not finished' in results[1].update_message
+    assert any('update not finished' in line and 'timed out' in line for line in said)
+    assert reference[1].theta != reference[0].theta       # where it would have learnt
