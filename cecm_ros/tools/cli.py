@@ -6,7 +6,9 @@
   cecm demo                  the simulated household demo
   cecm experiment            the paper's estimation-planning loop over seeded runs
   cecm bench                 time one CE-CM update naively and with shared plans
-  cecm estimate              re-estimate a partner offline from a recording or a task log
+  cecm estimate              re-estimate a partner offline from a recording or a task log,
+                             or a study dataset (--from-dataset: the paper's 5.3 table)
+  cecm study export|simulate a study dataset from session recordings, or simulated
   cecm sweep                 a grid of experiments from a sweep file (local or on Ray)
   cecm cache info|clear      the plans kept on disk (the plan store)
 """
@@ -280,6 +282,10 @@ def cmd_estimate(args) -> int:
     from cecm_ros.tools import reestimate
 
     model = domain_from_args(args)
+    if args.from_dataset:
+        from cecm_ros.study.commands import estimate_dataset
+
+        return estimate_dataset(args, model)
     if args.from_recording:
         evidence = reestimate.from_recording(args.from_recording, model, args.partner_id)
     elif args.from_store:
@@ -494,19 +500,29 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a partner store (the estimator's store_path)")
     source.add_argument('--from-log', metavar='PROFILE_JSON',
                         help='a partner profile (export_partner, or estimate --out)')
+    from cecm_ros.study.commands import add_dataset_source, add_study_parser
+    add_dataset_source(source)
     sub.add_argument('--partner-id', help='whose tasks (needed when there are several)')
     add_estimator_options(sub)
     sub.set_defaults(inference=None, samples=None, epsilon=None, psi=None)
     sub.add_argument('--method', help='cecm, cecm_div, optimistic or pessimistic (default: '
-                                      "the belief's, else cecm)")
+                                      "the belief's, else cecm); --from-dataset: posterior, "
+                                      'paper, cecm_div, comma-separated (default: posterior)')
+    sub.add_argument('--set-diversity', type=float, metavar='DELTA',
+                     help="--from-dataset, cecm_div: the plan sets' diversity delta (default: "
+                          '0.35)')
     sub.add_argument('--seed', type=int, help="seed of the estimator (default: the belief's, "
                                               'else 0 as the estimator node)')
     sub.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
                      help='parallel planner runs (default: all cores)')
     sub.add_argument('--out', metavar='DIR',
-                     help='write DIR/belief.json and DIR/profile.json (belief and task log)')
+                     help='write DIR/belief.json and DIR/profile.json (belief and task log); '
+                          '--from-dataset: reestimate.json, report.md and plots/ (default: '
+                          'results/study)')
     add_plan_store_options(sub)
     sub.set_defaults(func=cmd_estimate)
+
+    add_study_parser(commands)
 
     sub = commands.add_parser(
         'sweep', help='a grid of experiments from a sweep file, here or on a Ray cluster',

@@ -21,6 +21,8 @@ ABOVE = {
     'experiments': ('cecm_ros.session', 'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes',
                     *ROS),
     'session': ('cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes', *ROS),
+    # A study reads recordings through the tools, but never the graph or the panel.
+    'study': ('cecm_ros.web', 'cecm_ros.nodes', *ROS),
     # The panel's codec loads message modules by name, at run time, never by import.
     'web': ('cecm_ros.tools', 'cecm_ros.nodes', 'cecm_ros.session', *ROS),
 }
