@@ -71,8 +71,9 @@ setup(
         'mcap',
         'mcap-ros2-support',
     ],
-    # 'ray': `cecm sweep --address` runs a sweep on a Ray cluster (the Makefile's venv
-    # has it, for the tests).
+    # 'ray': `cecm sweep --address` runs a sweep on a Ray cluster, and a planner's
+    # ray_address (`cecm experiment --ray-address`, the estimator node's parameter) its
+    # searches (the Makefile's venv has it, for the tests).
     # 'plansets': CE-CM-Div's PDDL plan sets from K*'s top-k plans (GPLv3: optional,
     # run as a subprocess only; without it the declined-capability sets are used).
     extras_require={'test': ['pytest<9', 'playwright'], 'ray': ['ray==2.60.0'],

@@ -4,7 +4,9 @@ CE-CM asks for the plans of many capability vectors on the same few tasks; vecto
 differ only in inert capabilities induce the same plan. :class:`CachingPlanner` answers
 repeated questions from memory and leaves the domain to plan the vectors it has not seen
 (:meth:`CachingPlanner.solve_all`), so the hypothesis evaluators can also ask which plans
-are already known for a task.
+are already known for a task. Those searches may run elsewhere (:class:`SearchOffload`, a
+Ray cluster: :mod:`cecm_ros.cluster`); the memory, the plan store and the sharing of
+searches under way stay here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -31,6 +34,22 @@ from .plan_store import (
 # What a planner's ``plan_cache`` option takes: True (the store in the user's cache
 # directory), False (none) or the path of a store file.
 PlanCacheOption = bool | str
+
+
+class SearchOffload(Protocol):
+    """Where a :class:`CachingPlanner`'s searches run instead of in its own process (the
+    core knows no cluster: :mod:`cecm_ros.cluster` makes one). It must give the plans
+    :meth:`CachingPlanner.solve_all` would give, so only a deterministic planner
+    offloads."""
+
+    def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        """The plans of distinct vectors (inert capabilities set), as ``solve_all``."""
+
+    def with_seed(self, seed: int) -> SearchOffload:
+        """The same place for a twin of the planner with another seed (``with_seed``)."""
+
+    def close(self) -> None:
+        """Let go of the place; a later search may take it again."""
 
 
 @dataclass
@@ -64,6 +83,8 @@ class CachingPlanner(Planner):
         self.calls = 0          # plans made (cache misses)
         self.cache_hits = 0
         self.in_flight_hits = 0  # plans another thread's search under way gave
+        # Where solve_all's searches run, when not here (offload_searches).
+        self.offload: SearchOffload | None = None
 
     @abstractmethod
     def solve_all(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
@@ -156,6 +177,26 @@ class CachingPlanner(Planner):
                 if not per_task:
                     del self._by_task[task_key]
 
+    def offload_searches(self, offload: SearchOffload | None) -> None:
+        """Run the searches :meth:`solve_all` would run in ``offload`` (None: here again).
+        Only a deterministic planner may: the plans must not depend on where they were
+        made. A planner whose ``with_seed`` makes twins gives each twin
+        ``offload.with_seed(seed)``."""
+        if offload is not None and not self.guarantees.deterministic:
+            raise ValueError('only a deterministic planner may search elsewhere')
+        self.offload = offload
+
+    def close(self) -> None:
+        """Let go of the offload (subclasses that start processes extend this)."""
+        if self.offload is not None:
+            self.offload.close()
+
+    def _searched(self, task: Task, vectors: list[np.ndarray]) -> list[JointPlan]:
+        offload = self.offload
+        if offload is None:
+            return self.solve_all(task, vectors)
+        return offload.solve_all(task, vectors)
+
     def use_store(self, store: PlanStore | None, scope: str) -> None:
         """Keep plans in ``store`` under ``scope`` (what else determines them: the domain's
         content, the planner's settings and seed). Only a deterministic planner may."""
@@ -184,7 +225,7 @@ class CachingPlanner(Planner):
         if self.store is None:
             with self._lock:
                 self.calls += len(arrays)
-            return self.solve_all(task, arrays)
+            return self._searched(task, arrays)
         keys = [plan_key(self.store_scope, task.key,
                          ''.join('1' if b else '0' for b in vector)) for vector in arrays]
         stored = self.store.get_many(keys)
@@ -199,7 +240,7 @@ class CachingPlanner(Planner):
             self.store_hits += len(plans)
             self.calls += len(todo)
         if todo:
-            solved = self.solve_all(task, [arrays[i] for i in todo])
+            solved = self._searched(task, [arrays[i] for i in todo])
             fresh = {keys[i]: plan for i, plan in zip(todo, solved)}
             self.store.put_many({k: plan_to_text(self.domain, p) for k, p in fresh.items()})
             plans.update(fresh)

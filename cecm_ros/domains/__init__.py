@@ -77,7 +77,7 @@ class DomainSpec:
         if not isinstance(domain, Domain):
             raise ConfigError(f'domain {self.name!r} ({self.model}) returned '
                               f'{type(domain).__name__}, not a cecm_ros Domain')
-        return _attach(domain, self)
+        return _attach(domain, self, {k: _portable(v) for k, v in options.items()})
 
 
 _PDDL_PLANNERS = {
@@ -129,10 +129,24 @@ def _load(path: str, what: str) -> Any:
                           f'{error}') from error
 
 
-def _attach(domain: Domain, spec: DomainSpec) -> Domain:
-    # Kept on the object (and so in a pickled copy a sweep worker gets).
+def _attach(domain: Domain, spec: DomainSpec, options: dict[str, Any] | None = None
+            ) -> Domain:
+    # Kept on the object (and so in a pickled copy a sweep worker gets); the options it
+    # was made with let a cluster's worker make it again (planner_for's ray_address).
     domain.__dict__['registry_spec'] = spec
+    if options is not None:
+        domain.__dict__['registry_options'] = options
     return domain
+
+
+def _portable(value: Any) -> Any:
+    """An option as a process in another folder reads it: a relative path of a file
+    that exists made absolute."""
+    if isinstance(value, str | Path) and str(value):
+        path = Path(value).expanduser()
+        if not path.is_absolute() and path.exists():
+            return str(path.resolve())
+    return value
 
 
 def _is_kitchen_file(path: Path) -> bool:
@@ -233,10 +247,14 @@ def spec_of(domain: Domain) -> DomainSpec:
 def planner_for(domain: Domain, role: str = 'default', **options: Any) -> Planner:
     """The domain's ``default`` or ``reference`` planner, made with ``options`` (e.g.
     ``workers``); a domain that declares no reference planner gets its default one on
-    one core."""
+    one core. ``ray_address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``, ``local:N``;
+    '' = none) sends its searches to a Ray cluster (:mod:`cecm_ros.cluster`)."""
     if role not in ('default', 'reference'):
         raise ConfigError(f'no planner role {role!r}; roles: default, reference '
                           '(baseline_planner_for() makes a baseline)')
+    ray_address = str(options.pop('ray_address', None) or '').strip()
+    if ray_address:
+        return _planner_on_ray(domain, role, ray_address, options)
     spec = spec_of(domain)
     path = spec.planners.get(role)
     if path is None and role == 'reference':
@@ -248,6 +266,66 @@ def planner_for(domain: Domain, role: str = 'default', **options: Any) -> Planne
             return own(**options)
         raise ConfigError(f'domain {spec.name!r} declares no planner')
     return _load(path, f'the {role} planner of domain {spec.name!r}')(domain, **options)
+
+
+def _planner_on_ray(domain: Domain, role: str, address: str,
+                    options: dict[str, Any]) -> Planner:
+    """The planner of ``role`` with its searches on the Ray cluster at ``address``: made
+    here (its memory and plan store stay here) and again in each Ray worker process, one
+    search at a time and without a store, from the domain's recipe."""
+    from cecm_ros.cluster.ray_searches import RaySearches, WorkerPlanner
+    from cecm_ros.core.planning import CachingPlanner
+
+    planner = planner_for(domain, role, **options)
+    if not isinstance(planner, CachingPlanner) or not planner.guarantees.deterministic:
+        planner.close()
+        raise ConfigError(f'ray_address {address!r}: the {role} planner of domain '
+                          f'{spec_of(domain).name!r} ({type(planner).__name__}) cannot '
+                          'search on a cluster: only a deterministic CachingPlanner can')
+    worker = WorkerPlanner(_domain_recipe(domain), planner_for, role,
+                           tuple(sorted(_worker_options(domain, role, options).items())),
+                           domain.name, tuple(domain.catalog.names))
+    try:
+        planner.offload_searches(RaySearches(address, worker))
+    except BaseException:
+        planner.close()
+        raise
+    return planner
+
+
+def _domain_recipe(domain: Domain) -> Any:
+    """How a worker process makes ``domain`` again: from the model's rebuild arguments
+    (as the PDDL planner's worker processes do), else from its registry spec and the
+    options it was made with, else from a pickled copy."""
+    from cecm_ros.cluster.ray_searches import DomainRecipe, as_given
+
+    rebuild = getattr(domain, 'rebuild_arguments', None)
+    if callable(rebuild):
+        try:
+            return DomainRecipe(type(domain), tuple(rebuild()),
+                                what=f'{type(domain).__name__} from its rebuild arguments')
+        except NotImplementedError:
+            pass
+    spec = getattr(domain, 'registry_spec', None)
+    options = getattr(domain, 'registry_options', None)
+    if isinstance(spec, DomainSpec) and options is not None:
+        return DomainRecipe(spec.make, (), dict(options),
+                            what=f'domain {spec.name!r} from its options')
+    return DomainRecipe(as_given, (domain,), what=f'a pickled {type(domain).__name__}')
+
+
+def _worker_options(domain: Domain, role: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a worker's planner: the caller's, with one search at a time and no
+    plan store (the driver keeps the plans), where the planner takes those options."""
+    spec = spec_of(domain)
+    path = spec.planners.get(role) or spec.planners.get('default')
+    factory = _load(path, f'the {role} planner of domain {spec.name!r}') if path else \
+        getattr(domain, 'planner', None)
+    wanted = {**options, 'workers': 1, 'plan_cache': False}
+    taken = _factory_options(factory) if callable(factory) else None
+    if taken is None:
+        return wanted
+    return {k: v for k, v in wanted.items() if k in taken or k in options}
 
 
 def baseline_planner_for(domain: Domain, **options: Any) -> Planner | None:

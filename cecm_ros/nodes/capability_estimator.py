@@ -67,6 +67,19 @@ class _CanceledError(Exception):
     pass
 
 
+def _ray_address_check(value: str) -> str:
+    """An address of a form the planner takes (whether a cluster answers there is seen
+    at configure)."""
+    if not value.strip():
+        return ''
+    from cecm_ros.cluster.ray_searches import parse_address
+    try:
+        parse_address(value)
+    except CecmError as error:
+        return str(error)
+    return ''
+
+
 class CapabilityEstimator(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('capability_estimator', **kwargs)
@@ -135,6 +148,12 @@ class CapabilityEstimator(CecmNode):
         self.declare('planner_workers', 2, 'Parallel planner runs for hypothesis plans',
                      low=1, high=64)
         self.declare_plan_store()
+        self.declare('ray_address', '',
+                     "Run the planner's searches (hypotheses, ranking) as Ray tasks on the "
+                     'cluster at this address: auto, HOST:PORT, ray://HOST:PORT or local:N (a '
+                     "head of N CPUs in this process); '' = in this process. Plans and beliefs "
+                     'are the same',
+                     check=_ray_address_check)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
         self.planner: Planner | None = None
@@ -164,6 +183,7 @@ class CapabilityEstimator(CecmNode):
             _expand(path).replace('{domain}', self.model.name) if path else ':memory:')
         self.planner = planner_for(self.model, timeout_s=self.param('planner_timeout_s'),
                                           workers=self.param('planner_workers'),
+                                          ray_address=self.param('ray_address'),
                                           **self.planner_options())
         self.evaluator = evaluator_for(self.method, self.planner)
         belief = self.store.load(self.partner_id)

@@ -32,6 +32,7 @@ from cecm_ros.tools.options import (
     add_model_options,
     add_partner_options,
     add_plan_store_options,
+    add_ray_option,
     add_task_choice_options,
     domain_from_args,
     estimator_settings,
@@ -188,7 +189,8 @@ def cmd_experiment(args) -> int:
         candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity)
     summaries = {}
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
-    with planner_for(model, workers=base.jobs, plan_cache=plan_cache(args)) as planner:
+    with planner_for(model, workers=base.jobs, plan_cache=plan_cache(args),
+                     ray_address=args.ray_address) as planner:
         for method in methods:
             target = out_dir / method if len(methods) > 1 else out_dir
             print(f'[cecm] {method}: {base.runs} runs x {base.tasks} tasks, partner '
@@ -449,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument('--out', default='results/experiment', help='output folder')
     sub.add_argument('--quiet', action='store_true', help='no per-task progress lines')
     add_plan_store_options(sub)
+    add_ray_option(sub)
     sub.set_defaults(func=cmd_experiment)
 
     sub = commands.add_parser('bench', help='time CE-CM updates: naive vs shared plans, or '

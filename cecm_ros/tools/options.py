@@ -174,6 +174,15 @@ def add_plan_store_options(parser: argparse.ArgumentParser) -> None:
                        help='plan everything in this process; keep nothing on disk')
 
 
+def add_ray_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--ray-address', metavar='ADDR', default='',
+                        help="send the planner's searches to the Ray cluster at ADDR, in "
+                             'chunks, one Ray task each: auto, HOST:PORT, ray://HOST:PORT, '
+                             'or local:N (a head of N CPUs started for this command); plans, '
+                             'the plan store and the results stay as without it (default: '
+                             'search on this machine)')
+
+
 def plan_cache(args) -> bool | str:
     """The planners' ``plan_cache`` option from --plan-store / --no-plan-store."""
     if getattr(args, 'no_plan_store', False):

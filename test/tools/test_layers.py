@@ -14,8 +14,13 @@ import cecm_ros
 PACKAGE = Path(cecm_ros.__file__).parent
 ROS = ('rclpy', 'cecm_ros.msg', 'cecm_ros.srv', 'cecm_ros.action')
 ABOVE = {
-    'core': ('cecm_ros.domains', 'cecm_ros.experiments', 'cecm_ros.session',
-             'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes', 'rosidl', *ROS),
+    'core': ('cecm_ros.cluster', 'cecm_ros.domains', 'cecm_ros.experiments',
+             'cecm_ros.session', 'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes', 'rosidl',
+             *ROS),
+    # The registry hands the cluster what a worker builds; it imports no domain itself.
+    'cluster': ('cecm_ros.domains', 'cecm_ros.experiments', 'cecm_ros.session',
+                'cecm_ros.study', 'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes',
+                'rosidl', *ROS),
     'domains': ('cecm_ros.experiments', 'cecm_ros.session', 'cecm_ros.web',
                 'cecm_ros.tools', 'cecm_ros.nodes', 'rosidl', *ROS),
     'experiments': ('cecm_ros.session', 'cecm_ros.web', 'cecm_ros.tools', 'cecm_ros.nodes',

@@ -438,6 +438,8 @@ class MctsPlanner(CachingPlanner):
         if self.store is not None:
             twin.use_store(self.store, files_digest(self.domain.fingerprint_files(), (
                 'mcts', RULES_VERSION, asdict(twin.settings))))
+        if self.offload is not None:
+            twin.offload_searches(self.offload.with_seed(seed))
         return twin
 
     def action_values(self, task: Task, state: Any, vector: np.ndarray,
@@ -562,3 +564,4 @@ class MctsPlanner(CachingPlanner):
             self._pool = None
         if self.store is not None:
             self.store.close()
+        super().close()

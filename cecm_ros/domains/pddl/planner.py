@@ -317,6 +317,7 @@ class FastDownwardPlanner(CachingPlanner):
             # Searches not begun are dropped (a planning call still waiting for them
             # fails): closing waits for at most the searches under way.
             threads.shutdown(wait=True, cancel_futures=True)
+        super().close()
 
     def plan_sets(self, task: Task, vectors, size: int, diversity: float = 0.35
                   ) -> list[list[JointPlan]] | None:
