@@ -7,6 +7,7 @@
 #
 #   make / make demo   run the demo  (DOMAIN=, PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
+#   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
 #   make test          ruff + mypy + pytest
 #   make lint          ruff and mypy only
 #   make build         venv + dependencies + colcon build of this package
@@ -36,7 +37,10 @@ DOMAIN ?= tidyup
 PARTNER ?=
 # WEB=1: the browser correction panel; a person answers the robot (3 tasks by default).
 WEB ?=
-WEB_ON := $(filter 1 true yes on,$(WEB))
+# PLAY=1: a person plays the partner in the browser panel (implies WEB=1).
+PLAY ?=
+PLAY_ON := $(filter 1 true yes on,$(PLAY))
+WEB_ON := $(or $(filter 1 true yes on,$(WEB)),$(PLAY_ON))
 TASKS ?= $(if $(WEB_ON),3,5)
 # The demo's session seed (its tasks, samples and partner); docs/experiments.md gives
 # the figures of seeds 0-4.
@@ -159,12 +163,12 @@ PIP_NOISE := -e 'is ignored: it is neither a file nor a directory'
 .PHONY: demo test lint build venv clean help
 
 help:
-	@sed -n '1,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,18p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
 	@echo "[cecm] running demo: domain=$(DOMAIN) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
 	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) $(if $(PARTNER),--partner $(PARTNER)) --tasks $(TASKS) \
-	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(DEMO_ARGS)
+	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(if $(PLAY_ON),--play) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) $(TEST_MSGS_STAMP) $(NODE_STAMP) lint
 	@echo "[cecm] running pytest"

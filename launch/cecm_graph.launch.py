@@ -2,6 +2,7 @@
 
     ros2 launch cecm_ros cecm_graph.launch.py domain:=overcooked num_tasks:=2
     ros2 launch cecm_ros cecm_graph.launch.py web:=true answer_intents:=false
+    ros2 launch cecm_ros cecm_graph.launch.py play:=true
 
 The world simulator runs as ``world_sim`` with the parameters of config/cecm_graph.yaml;
 tidyup_sim.launch.py is this graph under the TidyUP names it always had
@@ -10,7 +11,11 @@ tidyup_sim.launch.py is this graph under the TidyUP names it always had
 ``web:=true`` adds the browser correction panel (web_panel, managed like the others;
 its URL is in the log) and gives a person 30 s per intent unless
 ``correction_window_s`` says otherwise; with ``answer_intents:=false`` the simulated
-partner leaves the answers to that person.
+partner leaves the answers to that person. ``play:=true`` goes further: a person plays
+the partner in the browser (the panel's play mode; simulated_human
+``partner_behaviour: person`` sends the person's choices to the world), with time for a
+person: a 120 s correction window unless ``correction_window_s`` says otherwise, no
+limit on the world's wait for the partner, an hour per task.
 
 Parameters come from ``params_file`` (default: the package's config/cecm_graph.yaml);
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
@@ -50,6 +55,9 @@ NODES = ['joint_planner', 'capability_estimator', 'simulated_human', 'executor',
          'task_manager']
 WEB_PANEL = 'web_panel'
 PERSON_WINDOW_S = 30.0   # with web:=true: seconds a person gets to answer each intent
+# With play:=true a person also chooses the partner's own action at every step.
+PLAY_WINDOW_S = 120.0    # seconds to answer each intent
+PLAY_TIMEOUT_S = 3600.0  # how long a task, and the robot's skill waiting for the partner, may take
 
 RESPAWN_DELAY_S = 1.0
 
@@ -106,6 +114,11 @@ ARGUMENTS = {
     'correction_window_s': ('', "Seconds the robot waits for an answer to each intent; "
                                 "'' = params_file (2.0), or 30 with web:=true"),
     'web': ('false', 'true: also start the browser correction panel (web_panel)'),
+    'play': ('false', 'true: a person plays the partner in the browser (implies web:=true): '
+                      'simulated_human partner_behaviour person, the panel in play mode, a '
+                      f'{PLAY_WINDOW_S:g} s correction window unless correction_window_s is '
+                      'given, the world waits for the partner without limit and a task may '
+                      f'take {PLAY_TIMEOUT_S:g} s'),
     'web_host': ('', "Address the panel listens on; '' = params_file (127.0.0.1)"),
     'web_port': ('', "Port of the panel, 0 = any free one; '' = params_file (8090)"),
     'web_token': ('', "Access token the panel requires; '' = params_file (there '': a "
@@ -176,10 +189,18 @@ def _overrides(context, world: str) -> dict[str, dict]:
             per_node[node]['partner'] = partner
     if _web(context):
         if not value('correction_window_s'):
-            per_node['executor']['correction_window_s'] = PERSON_WINDOW_S
+            per_node['executor']['correction_window_s'] = \
+                PLAY_WINDOW_S if _play(context) else PERSON_WINDOW_S
         # The partner and the panel both hear each intent: the first one must not go out
         # before the partner's subscription has matched (the panel's may match first).
         per_node['executor']['intent_subscribers'] = 2
+    if _play(context):
+        # The person is the partner: the simulated one only passes their choices on.
+        per_node['simulated_human']['partner_behaviour'] = 'person'
+        per_node[WEB_PANEL]['play'] = True
+        per_node[world]['step_timeout_s'] = 0.0          # the world waits for the person
+        per_node['executor']['skill_timeout_s'] = PLAY_TIMEOUT_S
+        per_node['task_manager']['task_timeout_s'] = PLAY_TIMEOUT_S
     return per_node
 
 
@@ -198,7 +219,13 @@ def _default_partner(domain: str) -> str:
 
 
 def _web(context) -> bool:
-    return LaunchConfiguration('web').perform(context).strip().lower() in \
+    """The panel runs: web:=true, or play:=true (which needs it)."""
+    return _play(context) or LaunchConfiguration('web').perform(context).strip().lower() in \
+        ('1', 'true', 'yes', 'on')
+
+
+def _play(context) -> bool:
+    return LaunchConfiguration('play').perform(context).strip().lower() in \
         ('1', 'true', 'yes', 'on')
 
 

@@ -4,6 +4,7 @@ config/tidyup_sim.yaml as the default parameters. Every argument is that file's.
 
     ros2 launch cecm_ros tidyup_sim.launch.py num_tasks:=2 samples:=60
     ros2 launch cecm_ros tidyup_sim.launch.py web:=true answer_intents:=false
+    ros2 launch cecm_ros tidyup_sim.launch.py play:=true     # a person plays the partner
 """
 
 import importlib.util

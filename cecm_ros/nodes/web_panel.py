@@ -18,6 +18,12 @@ facts). It computes nothing the core or the graph does not already publish. Only
 ``robot/correction`` is publishable; every correction's verdict comes back from the
 executor (``robot/correction_status``) to the client that sent it.
 
+With ``play`` a person plays the partner on the page: the session also offers the
+partner's own actions that apply now (each on a key) and what happened at each step, and
+``human/choice`` becomes publishable too: a person's choice is checked against the open
+step here and published as a PartnerChoice for ``simulated_human`` (``partner_behaviour:
+person``), which sends it to the world.
+
 This module is the node only: parameters, subscriptions, the correction publisher and
 the service clients, each message turned into a call on the ROS-free layers of
 :mod:`cecm_ros.web`: :mod:`~cecm_ros.web.codec` (messages <-> rosbridge JSON),
@@ -51,6 +57,7 @@ from cecm_ros.msg import (
     Correction,
     CorrectionStatus,
     JointPlan,
+    PartnerChoice,
     RobotIntent,
     StepResult,
     TaskReport,
@@ -102,6 +109,9 @@ TOPICS = (
               100, "The executor's verdict on every correction"),
     TopicSpec('report', 'task_manager/task_report', TaskReport, QOS_HISTORY, 100,
               "The task manager's per-task reports (the session's history)"),
+    TopicSpec('choice', 'human/choice', PartnerChoice, QOS_EVENTS, 100,
+              "A person's choices of the partner's actions (with play: clients publish "
+              'them here)'),
 )
 
 
@@ -121,7 +131,12 @@ class WebPanel(CecmNode):
         self.declare('allow_without_token', False,
                      'Development only: with access_token empty, serve without any token '
                      '(then any local process or user can correct the robot; warned about)')
-        self.declare('sender', 'web_panel', 'The sender named in the corrections it publishes')
+        self.declare('sender', 'web_panel',
+                     'The sender named in the corrections (and partner choices) it publishes')
+        self.declare('play', False,
+                     "Play mode: a person plays the partner; the page offers the partner's "
+                     'own actions and publishes the choice on human/choice (run '
+                     'simulated_human with partner_behaviour person)')
         self.declare('correction_window_s', 0.0,
                      "The executor's correction window, for the page's countdown; 0 = read "
                      'the parameter correction_window_s of executor_node', low=0.0,
@@ -176,13 +191,23 @@ class WebPanel(CecmNode):
             raise FileNotFoundError(f'web assets missing: {", ".join(missing)}')
         page = (folder / 'index.html').read_text()
         window = self.param('correction_window_s')
+        self.view = panel_view_for(model)
+        view_layout = self.view.layout()
+        play = self.param('play')
         session = SessionState(model=model, sender=self.param('sender'),
                                state_of=partial(conv.state_from_team_state, model),
-                               window_s=window if window > 0 else None)
+                               window_s=window if window > 0 else None, play=play,
+                               task_of=partial(conv.task_from_msg, model),
+                               key_order=tuple(view_layout.get('key_order', ())))
         self.window_from_executor = window <= 0
         self.correction_pub = self.create_lifecycle_publisher(
             Correction, self.param('correction_topic'), QOS_EVENTS)
         entities = [self.correction_pub]
+        self.choice_pub = None
+        if play:
+            self.choice_pub = self.create_lifecycle_publisher(
+                PartnerChoice, self.param('choice_topic'), QOS_EVENTS)
+            entities.append(self.choice_pub)
         relays = MutuallyExclusiveCallbackGroup()   # one message at a time, in order
         names: dict[str, str] = {}
         types: dict[str, type] = {}
@@ -212,14 +237,15 @@ class WebPanel(CecmNode):
             callback_group=self.group)
         entities.append(self.window_client)
         self._entities = entities
-        self.view = panel_view_for(model)
         self.settings = ServerSettings(
-            token=token, page=page, assets=assets, layout=self._layout(), origins=origins,
+            token=token, page=page, assets=assets, layout=self._layout(view_layout),
+            origins=origins,
             max_clients=max_clients, max_bytes=max_bytes, rate=rate,
             service_timeout=self.param('service_timeout_s'))
         self.get_logger().info(f'relaying {len(relay.topic_types)} topics; clients may '
-                               f'publish on {relay.correction_topic} and call '
-                               f'{", ".join(self.bridged) or "no services"}')
+                               f'publish on {" and ".join(relay.publishable)} and call '
+                               f'{", ".join(self.bridged) or "no services"}'
+                               + ('; play mode: a person plays the partner' if play else ''))
 
     def activate(self) -> None:
         host = self.param('host')
@@ -261,12 +287,12 @@ class WebPanel(CecmNode):
         query = f'?token={quote(token, safe="")}' if token else ''
         return f'http://{shown}:{self.bound_port}/{query}'
 
-    def _layout(self) -> dict:
+    def _layout(self, view_layout: dict) -> dict:
         """The domain's drawing data (its panel view's) and what the page needs to know
         of the panel."""
         model, relay = self.model, self.relay
         return {
-            **self.view.layout(), 'domain': model.name, 'agents': ['robot', 'human'],
+            **view_layout, 'domain': model.name, 'agents': ['robot', 'human'],
             'capabilities': [{'name': c.name, 'action': c.action, 'room': c.room,
                               'description': c.description}
                              for c in model.catalog.capabilities],
@@ -275,7 +301,7 @@ class WebPanel(CecmNode):
                        'render': relay.render_topic},
             'types': {name: kind if isinstance(kind, str) else type_name(kind)
                       for name, kind in relay.topic_types.items()},
-            'publishable': [relay.correction_topic],
+            'publishable': relay.publishable, 'play': relay.session.play,
             'services': {name: kind for name, (_, _, kind) in self.bridged.items()},
             'sender': relay.session.sender,
         }
@@ -316,6 +342,20 @@ class WebPanel(CecmNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(now, 1_000_000_000)
         msg.sender = self.relay.session.sender
         self.correction_pub.publish(msg)
+
+    def publish_choice(self, msg: PartnerChoice) -> None:
+        """Publish a person's choice (already checked) as this panel's."""
+        if self.choice_pub is None:
+            raise BridgeError('play mode is off (parameter play)')
+        msg.header.stamp = self.stamp()
+        msg.sender = self.relay.session.sender
+        self.choice_pub.publish(msg)
+
+    def choice_listeners(self) -> int:
+        """Subscribers of the choices besides this panel's own relay (the partner node)."""
+        if self.choice_pub is None:
+            return 0
+        return max(0, self.count_subscribers(self.choice_pub.topic_name) - 1)
 
     def service_type(self, name: str) -> type:
         entry = self.bridged.get(name)

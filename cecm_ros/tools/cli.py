@@ -404,8 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument('--web-token', metavar='TOKEN',
                      help="access token of the panel (default: a random one; '' = none, for "
                           'development only)')
-    web.add_argument('--correction-window', type=float, default=30.0, metavar='S',
-                     help='with --web: seconds the robot waits for each answer (default: 30)')
+    web.add_argument('--correction-window', type=float, metavar='S',
+                     help='with --web: seconds the robot waits for each answer (default: 30; '
+                          'with --play 120)')
+    from cecm_ros.tools.options import PlayAction
+    web.add_argument('--play', action=PlayAction,
+                     help='a person plays the partner in the web panel (implies --web): the '
+                          "partner's action at each step is the person's choice")
     sub.add_argument('--record', nargs='?', const='', metavar='PATH',
                      help='record every topic of the session into an MCAP file (default: '
                           'OUT/session.mcap; a folder gets a timestamped file)')

@@ -10,7 +10,10 @@ Either way it streams the task manager's per-task lines, waits for the session t
 With ``--web`` the browser correction panel (web_panel) runs too and a person answers
 the robot: the simulated partner only acts its plan (``answer_intents: false``), the
 robot waits ``--correction-window`` seconds for each answer, and the panel's URL (with
-its access token, a random one unless ``--web-token`` gives it) is printed.
+its access token, a random one unless ``--web-token`` gives it) is printed. With
+``--play`` (which implies ``--web``) the person plays the partner too: the simulated
+partner passes the person's choices to the world (``partner_behaviour: person``), the
+panel offers the partner's actions, and the robot and the world give a person time.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ PANEL_URL = re.compile(r'web panel: (?P<url>http://\S+)')
 # The nodes that plan, and so take the plan_store parameter.
 PLANNING_NODES = ('joint_planner', 'capability_estimator', 'simulated_human', 'task_manager')
 OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
+# Seconds the robot waits for each answer when --correction-window is not given: a
+# person answering (--web), a person who also plays the partner (--play).
+WEB_WINDOW_S = 30.0
+PLAY_WINDOW_S = 120.0
+PLAY_TIMEOUT_S = 3600.0   # with --play: a task, and the robot's skill waiting for the partner
 
 
 class DemoError(Exception):
@@ -141,15 +149,36 @@ def _web_settings(params: dict, settings: dict, args) -> None:
     """A person answers from the browser: the partner stays silent, the robot waits."""
     settings['simulated_human']['answer_intents'] = False
     # The partner and the panel both hear each intent; the first must reach both.
-    settings['executor'] = {'correction_window_s': float(args.correction_window),
+    settings['executor'] = {'correction_window_s': correction_window(args),
                             'intent_subscribers': 2}
     # A person may take the whole window at every step of a task.
     settings['task_manager']['task_timeout_s'] = 3600.0
+    if playing(args):
+        # The person is the partner: the simulated one passes their choices to the world,
+        # which waits for them without limit, as does the robot's skill.
+        settings['simulated_human']['partner_behaviour'] = 'person'
+        settings['household_sim']['step_timeout_s'] = 0.0
+        settings['executor']['skill_timeout_s'] = PLAY_TIMEOUT_S
+        settings['task_manager']['task_timeout_s'] = PLAY_TIMEOUT_S
     # --web-token '': no token at all (the panel then warns); None was made random.
     settings[WEB_PANEL] = {'port': int(args.web_port), 'access_token': args.web_token or '',
-                           'allow_without_token': args.web_token == ''}
+                           'allow_without_token': args.web_token == '',
+                           'play': playing(args)}
     manager = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
     manager['node_names'] = list(graph_nodes(args))
+
+
+def playing(args) -> bool:
+    """--play: a person plays the partner in the panel."""
+    return bool(getattr(args, 'play', False))
+
+
+def correction_window(args) -> float:
+    """--correction-window, else a person's time: more when they also play the partner."""
+    given = getattr(args, 'correction_window', None)
+    if given is not None:
+        return float(given)
+    return PLAY_WINDOW_S if playing(args) else WEB_WINDOW_S
 
 
 def _estimator_parameters(args) -> dict:
@@ -193,8 +222,9 @@ def time_budget(args) -> float:
     return 120.0 + args.tasks * (90.0 + 0.5 * args.samples)
 
 
-def _show(line: str, quiet_names=()) -> None:
-    """Print the task manager's report lines, the panel's URL, every warning or error."""
+def _show(line: str, quiet_names=(), play: bool = False) -> None:
+    """Print the task manager's report lines, the panel's URL (and, with ``play``, how to
+    play), every warning or error."""
     match = LINE.search(line)
     if not match:
         return
@@ -202,6 +232,12 @@ def _show(line: str, quiet_names=()) -> None:
     url = PANEL_URL.search(message) if name == WEB_PANEL else None
     if url:
         rule = '=' * 72
+        if play:
+            print(f'\n{rule}\n  Play the partner from your browser: open\n\n      {url["url"]}\n\n'
+                  '  Pick your action for each step by its key (0: wait); it also agrees to\n'
+                  "  the robot's step. The robot: A agree, W wait, Shift+1-9 another action.\n"
+                  f'{rule}\n', flush=True)
+            return
         print(f'\n{rule}\n  Correct the robot from your browser: open\n\n      {url["url"]}\n\n'
               '  Agree, Wait or pick another action for each step (keys A, W, 1-9);\n'
               '  silence for the whole window counts as agreeing.\n'
@@ -213,7 +249,7 @@ def _show(line: str, quiet_names=()) -> None:
         print(f'  {severity} [{name}] {message}', flush=True)
 
 
-def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
+def _follow(graph: ProcessGraph, watched: str, budget_s: float, play: bool = False) -> int:
     """Stream the watched process's lines until it ends for good; returns its exit code."""
     deadline = time.monotonic() + budget_s
     ended = False
@@ -235,7 +271,7 @@ def _follow(graph: ProcessGraph, watched: str, budget_s: float) -> int:
         if line is None:
             ended = name == watched
         else:
-            _show(line)
+            _show(line, play=play)
     return graph.processes[watched].wait()
 
 
@@ -292,7 +328,7 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
         # that ends the demo with its reason (a crash of the manager is respawned).
         graph.start(MANAGER, [str(executables / MANAGER), '--ros-args', '--params-file',
                               str(params)], final_codes=(1,))
-        code = _follow(graph, 'task_manager', time_budget(args))
+        code = _follow(graph, 'task_manager', time_budget(args), playing(args))
     finally:
         forced = graph.stop(first=(MANAGER,))
         if forced:
@@ -314,8 +350,10 @@ def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) 
         command.append(f'partner_behaviour:={args.partner_behaviour}')
     if getattr(args, 'web', False):
         command += ['web:=true', 'answer_intents:=false',
-                    f'correction_window_s:={args.correction_window}',
+                    f'correction_window_s:={correction_window(args)}',
                     f'web_port:={args.web_port}']
+        if playing(args):
+            command.append('play:=true')
         if args.web_token:   # (ros2 launch refuses an empty argument value)
             command.append(f'web_token:={args.web_token}')
         elif args.web_token == '':
@@ -327,7 +365,7 @@ def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) 
     _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
     try:
         graph.start('launch', command, stream=True)
-        return _follow(graph, 'launch', time_budget(args))
+        return _follow(graph, 'launch', time_budget(args), playing(args))
     finally:
         graph.stop()
 

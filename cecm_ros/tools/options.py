@@ -73,6 +73,18 @@ def partner_behaviour(args) -> str | None:
     return text if text is not None or args.forgo_probability else 'optimal'
 
 
+class PlayAction(argparse.Action):
+    """``--play``: a person plays the partner in the browser panel, which needs the panel
+    (``--web``) too; both are set, so that every check of ``--web`` holds for it."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, True)
+        namespace.web = True
+
+
 def add_estimator_options(parser: argparse.ArgumentParser) -> None:
     defaults = EstimatorSettings()
     parser.add_argument('--inference', choices=tuple(PRESETS), default='posterior',

@@ -6,6 +6,9 @@
 // the node returns the executor's verdict as a status message with the same id.
 // On a dropped connection the page reconnects with exponential backoff and subscribes
 // again; the node replays what it caches, so the page resumes where the graph is.
+// In play mode (layout.play) a person plays the partner: the session's `play` part offers
+// the partner's own actions, each on a key, and they go out as PartnerChoice messages
+// (publish on human/choice); the node checks them and answers at once.
 'use strict';
 
 (function () {
@@ -31,6 +34,7 @@
     pending: new Map(),     // publish/call id -> what was asked
     connected: false,
     connections: 0,         // WebSocket connections opened so far (1 + reconnects)
+    chosen: '',             // play mode: "task/attempt/step" of the choice just sent
   };
 
   // ------------------------------------------------------------------- wording
@@ -165,6 +169,7 @@
     node.className = 'conn ' + kind;
     node.textContent = text;
     renderIntent();
+    renderPlay();
   }
 
   // ------------------------------------------------------------------ messages
@@ -213,6 +218,7 @@
   function onSession(msg) {
     state.session = msg;
     state.sessionAt = performance.now();
+    renderPlay();
     renderIntent();
     renderPlan();
     renderLabel();
@@ -230,7 +236,13 @@
       // Kept until the next answer: the next step may open before it is read.
       state.pending.delete(message.id);
       const step = 'Step ' + asked.step + ': ';
-      if (message.level === 'info') feedback('Accepted: ' + step + asked.what + '.', 'ok');
+      if (asked.choice && message.level === 'error') {
+        state.chosen = '';   // refused: the step may be chosen again
+        feedback('Your action was not taken: ' + message.msg, 'error');
+        renderPlay();
+      } else if (asked.choice) {
+        feedback(step + 'your action went to the world: ' + asked.what + '.', 'ok');
+      } else if (message.level === 'info') feedback('Accepted: ' + step + asked.what + '.', 'ok');
       else if (message.level === 'error') feedback('Refused: ' + step + message.msg, 'error');
       else feedback(step + message.msg, 'warn');
       return;
@@ -294,6 +306,124 @@
     if (open) answer(open.intended_action, 'agreed: ' + describe(open.intended_action));
   }
 
+  // ------------------------------------------------------------------ play mode
+  function playOn() { return Boolean(state.layout && state.layout.play); }
+  function playStep() { return (state.session && state.session.play) || null; }
+
+  // The robot's intent of the step the partner acts at, while it may still be answered.
+  function intentToAgree(play) {
+    const open = openStep();
+    if (!open || !play || open.task_id !== play.task_id || open.step !== play.step) return null;
+    return canAnswer() ? open : null;
+  }
+
+  function canChoose() {
+    const play = playStep();
+    if (!play || play.step === null || play.chosen || !state.connected) return false;
+    return state.chosen !== play.task_id + '/' + play.attempt + '/' + play.step;
+  }
+
+  // The person's own action for the open step; when the robot's intent of that step is
+  // open and unanswered, this agrees to it too (one key per step).
+  function choose(action) {
+    const play = playStep();
+    if (!canChoose()) return;
+    const id = bridge.id('choice');
+    const words = action === 'noop' ? 'you wait' : 'you ' + describe(action);
+    const message = { op: 'publish', id, topic: state.layout.topics.choice,
+      msg: { task_id: play.task_id, attempt: play.attempt, step: play.step, action } };
+    if (!bridge.send(message)) {
+      feedback('Not sent: the panel is not connected.', 'error');
+      return;
+    }
+    state.chosen = play.task_id + '/' + play.attempt + '/' + play.step;
+    state.pending.set(id, { what: words, step: play.step, choice: true });
+    const open = intentToAgree(play);
+    if (open) {
+      send(open.step, open.intended_action, words + ', and agreed: the robot will ' +
+        describe(open.intended_action));
+    } else {
+      feedback('Sent: step ' + play.step + ', ' + words + '.', '');
+    }
+    renderPlay();
+  }
+
+  function outcomeWords(row, who) {
+    const action = who === 'you' ? row.human_action : row.robot_action;
+    const outcome = who === 'you' ? row.human : row.robot;
+    const reason = who === 'you' ? row.human_reason : row.robot_reason;
+    const subject = who === 'you' ? 'you' : 'the robot';
+    if (outcome === 'waited' || action === 'noop') return subject + ' waited';
+    if (outcome === 'failed') return subject + ' could not: ' + describe(action) + ' (' + reason + ')';
+    if (outcome === 'unknown') return subject + ': ' + describe(action) + '?';
+    return subject + ': ' + describe(action);
+  }
+
+  function renderPlay() {
+    const card = $('play-card');
+    if (!card || !playOn()) return;
+    const play = playStep();
+    const body = $('play-body');
+    const list = $('your-actions');
+    body.replaceChildren();
+    list.replaceChildren();
+    const choosable = canChoose();
+    if (!play || play.step === null) {
+      body.dataset.step = '';
+      body.append(el('p', { class: 'muted', text: play && play.problem ?
+        'No step is open for you: ' + play.problem + '.' : 'Waiting for the world…' }));
+    } else {
+      body.dataset.step = String(play.step);
+      body.dataset.task = play.task_id;
+      if (play.chosen) {
+        body.append(el('div', { class: 'step', text: 'Step ' + play.step }));
+        body.append(el('div', { class: 'action chosen', id: 'you-chose',
+          'data-action': play.chosen.action }, 'You chose: ' + (play.chosen.action === 'noop'
+          ? 'wait' : describe(play.chosen.action))));
+        body.append(el('p', { class: 'muted', text: 'Waiting for the robot and the world…' }));
+      } else {
+        body.append(el('div', { class: 'step', text: 'Step ' + play.step + ' · what do you do?' }));
+      }
+    }
+    const agrees = $('play-agrees');
+    const open = openStep();
+    const toAgree = play && !play.chosen ? intentToAgree(play) : null;
+    if (toAgree) {
+      agrees.textContent = 'Your key also agrees to the robot\'s step: it will ' +
+        describe(toAgree.intended_action) + ' (answer it below first to do otherwise).';
+    } else if (play && play.step !== null && !play.chosen && (!open || open.step !== play.step)) {
+      agrees.textContent = 'The robot has not announced this step yet.';
+    } else {
+      agrees.textContent = '';
+    }
+    for (const { action, key } of (play && play.step !== null ? play.actions : [])) {
+      const words = action === 'noop' ? 'wait' : describe(action, true);
+      list.append(el('button', {
+        type: 'button', disabled: !choosable, 'data-action': action, 'data-key': key,
+        'aria-keyshortcuts': key ? key.toUpperCase() : null, title: action,
+        onclick: () => choose(action),
+      }, el('span', { class: 'label' }, key ? el('kbd', { text: key.toUpperCase() }) : null, ' ',
+        words), el('code', { text: action })));
+    }
+    if (play && play.step !== null && play.problem) {
+      list.append(el('p', { class: 'none', text: play.problem }));
+    }
+    const history = $('play-history');
+    history.replaceChildren();
+    for (const row of (play ? play.history : []).slice().reverse()) {
+      const failed = row.human === 'failed';
+      history.append(el('li', { class: 'happened' + (failed ? ' failed' : ''),
+        'data-step': row.step, 'data-human': row.human, 'data-robot': row.robot,
+        value: row.step },
+      el('span', { class: 'you' + (failed ? ' failed' : '') }, outcomeWords(row, 'you')), ' ',
+      el('span', { class: 'robot' + (row.robot === 'failed' ? ' failed' : '') },
+        outcomeWords(row, 'robot'))));
+    }
+    if (!history.children.length) {
+      history.append(el('li', { class: 'muted none', text: 'Nothing yet in this task.' }));
+    }
+  }
+
   function wait() { answer('noop', 'the robot waits this step'); }
 
   function alternatives() {
@@ -318,7 +448,8 @@
     const answerable = canAnswer();
     $('agree').disabled = !answerable;
     $('wait').disabled = !answerable;
-    const expects = open && !open.answer ? open.partner_plan_expects : null;
+    // In play mode the person is the partner: the simulated plan is no plan of theirs.
+    const expects = open && !open.answer && !playOn() ? open.partner_plan_expects : null;
     suggest($('agree'), expects && expects === open.intended_action);
     suggest($('wait'), expects === 'noop' && open.intended_action !== 'noop');
     body.replaceChildren();
@@ -348,19 +479,20 @@
         'wait' : describe(open.answer.corrected_action));
       body.append(el('p', { class: 'answered', id: 'answered' },
         'Answered by ' + open.answer.sender + ': ' + how + '. The robot acts now.'));
-    } else if (open.partner_plan_expects) {
+    } else if (expects) {
       body.append(el('p', { class: 'hint' }, 'Your (simulated) plan has the robot ' +
-        describe(open.partner_plan_expects) + ' here.'));
+        describe(expects) + ' here.'));
     }
     const options = alternatives();
+    const shift = playOn();   // play mode: the digits choose your own action
     options.forEach((action, index) => {
       const key = index < 9 ? String(index + 1) : null;
       const button = el('button', {
         type: 'button', disabled: !answerable, 'data-action': action,
-        'aria-keyshortcuts': key, title: action,
+        'aria-keyshortcuts': key && shift ? 'Shift+' + key : key, title: action,
         onclick: () => answer(action, 'do ' + describe(action) + ' instead'),
-      }, el('span', { class: 'label' }, key ? el('kbd', { text: key }) : null, ' ',
-        describe(action, true)), el('code', { text: action }));
+      }, el('span', { class: 'label' }, key ? el('kbd', { text: (shift ? '⇧' : '') + key }) : null,
+        ' ', describe(action, true)), el('code', { text: action }));
       suggest(button, expects === action);
       list.append(button);
     });
@@ -372,6 +504,11 @@
   }
 
   function tick() {
+    if (playOn()) {
+      const agrees = $('play-agrees');
+      const play = playStep();
+      if (agrees && agrees.textContent.startsWith('Your key') && !intentToAgree(play)) renderPlay();
+    }
     const open = openStep();
     const fill = $('countdown-fill');
     const text = $('countdown-text');
@@ -833,6 +970,9 @@
           : { t, robot: step.robot_action, human: step.human_action, corrected: false });
       });
     }
+    const play = playStep();
+    const failedSteps = new Set(play && play.task_id === task ?
+      play.history.filter((h) => h.human === 'failed').map((h) => h.step) : []);
     let currentRow = null;
     for (const row of rows) {
       const tr = el('tr', { 'data-step': row.t, class: current === null ? '' :
@@ -842,8 +982,12 @@
         title: row.robot }, describe(row.robot, true));
       if (row.corrected) robotCell.append(el('span', { class: 'tag', text: 'corrected' }));
       tr.append(robotCell);
-      tr.append(el('td', { class: 'human' + (row.human === 'noop' || !row.human ? ' idle' : ''),
-        title: row.human }, row.human ? describe(row.human, true) : '—'));
+      const humanCell = el('td', { class: 'human' + (row.human === 'noop' || !row.human ? ' idle' : ''),
+        title: row.human }, row.human ? describe(row.human, true) : '—');
+      if (failedSteps.has(row.t) && current !== null && row.t < current) {
+        humanCell.append(el('span', { class: 'tag', text: 'could not' }));
+      }
+      tr.append(humanCell);
       body.append(tr);
       if (row.t === current) currentRow = tr;
     }
@@ -1033,12 +1177,22 @@
     const target = event.target;
     if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
     const key = event.key.toLowerCase();
+    // The robot's other actions: 1-9, or in play mode Shift+1-9 (the digits are yours).
+    let robotDigit = null;
+    if (!playOn() && /^[1-9]$/.test(key)) robotDigit = Number(key);
+    else if (playOn() && event.shiftKey && /^(Digit|Numpad)[1-9]$/.test(event.code)) {
+      robotDigit = Number(event.code.slice(-1));
+    }
+    const play = playOn() ? playStep() : null;
+    const mine = play && play.step !== null && !event.shiftKey ?
+      play.actions.find((entry) => entry.key === key) : null;
     if (key === 'a') agree();
     else if (key === 'w') wait();
-    else if (/^[1-9]$/.test(key)) {
-      const action = alternatives()[Number(key) - 1];
+    else if (robotDigit !== null) {
+      const action = alternatives()[robotDigit - 1];
       if (action) answer(action, 'do ' + describe(action) + ' instead');
-    } else return;
+    } else if (mine) choose(mine.action);
+    else return;
     event.preventDefault();
   });
   $('agree').addEventListener('click', agree);
@@ -1082,6 +1236,15 @@
     subscribe('report', onReport);
     subscribe('session', onSession);
     if (topics.render) subscribe('render', onRender);
+    if (playOn()) {
+      document.body.classList.add('play');
+      $('play-card').hidden = false;
+      $('keys').hidden = true;
+      $('play-keys').hidden = false;
+      document.title = 'cecm_ros · play the partner';
+      document.querySelector('.topbar .sub').textContent = 'you play the partner';
+      renderPlay();
+    }
     renderHouse();
     bridge.connect();
   }
@@ -1093,6 +1256,7 @@
   window.cecmPanel = {
     state,
     correct: (step, action) => send(step, action, 'sent by script'),
+    choose: (action) => choose(action),
     dropConnection: () => bridge.drop(),
   };
 }());

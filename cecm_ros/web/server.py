@@ -6,7 +6,7 @@ rosbridge v2 ops a client may send. It is apart from the node so that what faces
 network can be read, and reasoned about, in one place without rclpy; the node hands it
 the settings it read (:class:`ServerSettings`), the relayed messages
 (:class:`Relay`) and the few things only ROS can do (:class:`RosSide`: publish a
-correction, call a service, log).
+correction or a partner choice, call a service, log).
 
 Threads: rclpy callbacks (executor threads) give each relayed message, already in
 JSON, to :meth:`Relay.received`, which records it in a cache under one lock and hands
@@ -45,14 +45,14 @@ from cecm_ros.web.codec import (
     same_type,
     type_name,
 )
-from cecm_ros.web.session_state import SessionState
+from cecm_ros.web.session_state import ChoiceRefusedError, SessionState
 
 VERDICT_TIMEOUT_S = 5.0                  # wait for the executor's CorrectionStatus
 CLIENT_QUEUE = 2000                      # messages queued for a slow client, then it is dropped
 WS_HARD_LIMIT = 1 << 20                  # frames above this close the connection (aiohttp)
 # Relayed topics (by the node's key) cleared when a new task starts, so that a replay
 # holds the current task only.
-PER_TASK = ('step_result', 'correction', 'correction_status')
+PER_TASK = ('step_result', 'correction', 'correction_status', 'choice')
 
 
 # ----------------------------------------------------------------------- security
@@ -113,6 +113,13 @@ class RosSide(Protocol):
     def publish_correction(self, msg: Any) -> None:
         """Publish a client's correction (the node sets its stamp and sender)."""
 
+    def publish_choice(self, msg: Any) -> None:
+        """Publish a person's choice of the partner's action (play mode; the node sets
+        its stamp and sender)."""
+
+    def choice_listeners(self) -> int:
+        """How many others (the partner node) subscribe to the choices."""
+
     def service_type(self, name: str) -> Any:
         """The type of a callable service; BridgeError if not callable now."""
 
@@ -158,7 +165,8 @@ class Relay:
     The node's callbacks write (:meth:`received`, :meth:`set_window`); the server's
     loop reads (:meth:`snapshot`, :meth:`session_body`). Besides the relayed topics
     (``topic_names``: the node's key -> the resolved name) there are the panel's own two,
-    ``session_topic`` and ``render_topic``, which exist on the WebSocket only.
+    ``session_topic`` and ``render_topic``, which exist on the WebSocket only. Clients
+    publish corrections, and in play mode (``session.play``) partner choices.
     """
 
     def __init__(self, session: SessionState, topic_names: dict[str, str],
@@ -168,6 +176,8 @@ class Relay:
         self.session = session
         self.topic_names = dict(topic_names)
         self.correction_topic = topic_names['correction']   # the one clients publish on
+        # In play mode clients also publish the partner's action they chose.
+        self.choice_topic = topic_names.get('choice') if session.play else None
         self.session_topic = session_topic
         self.render_topic = render_topic
         self.topic_types: dict[str, Any] = {**topic_types, session_topic: SESSION_TYPE,
@@ -178,6 +188,25 @@ class Relay:
     @property
     def correction_type(self) -> Any:
         return self.topic_types[self.correction_topic]
+
+    @property
+    def publishable(self) -> list[str]:
+        """The topics clients may publish on."""
+        return [t for t in (self.correction_topic, self.choice_topic) if t is not None]
+
+    def take_choice(self, msg: Any) -> str:
+        """A client's partner choice, checked against the open step and recorded (its
+        action made canonical, its run filled in); BridgeError says why it is refused."""
+        server = self.server
+        with self.lock:
+            try:
+                msg.action, msg.attempt = self.session.take_choice(
+                    msg.task_id, msg.attempt, msg.step, msg.action, self.session.sender)
+            except ChoiceRefusedError as refused:
+                raise BridgeError(str(refused)) from None
+            if server is not None:
+                server.deliver(self.session_topic, self.cache.bump(), None)
+        return msg.action
 
     def received(self, key: str, msg: Any, body: str, render: str | None) -> None:
         """A message of the relayed topic ``key`` (its JSON ``body``; for a team state
@@ -596,11 +625,11 @@ class PanelServer:
                 del client.topics[topic]
 
     def _advertise(self, client: Client, data: dict) -> None:
-        """roslibjs advertises before it publishes: allowed for the one publishable topic."""
+        """roslibjs advertises before it publishes: allowed for the publishable topics."""
         _, topic = self._topic(data)
         self._check_publishable(topic)
         given = data.get('type')
-        kind = self.relay.correction_type
+        kind = self.relay.topic_types[topic]
         if given is not None and not same_type(given, kind):
             raise BridgeError(f'topic {topic} has type {type_name(kind)}, not {given}')
 
@@ -608,15 +637,19 @@ class PanelServer:
         self._topic(data)
 
     def _check_publishable(self, topic: str) -> None:
-        if topic != self.relay.correction_topic:
+        allowed = self.relay.publishable
+        if topic not in allowed:
             raise BridgeError(f'topic {topic} is not publishable through this panel; only '
-                              f'{self.relay.correction_topic} is')
+                              f'{" and ".join(allowed)} {"is" if len(allowed) == 1 else "are"}')
 
     def _publish(self, client: Client, data: dict) -> None:
         _, topic = self._topic(data)
         self._check_publishable(topic)
         if 'msg' not in data:
             raise BridgeError('"msg" is missing')
+        if topic == self.relay.choice_topic:
+            self._publish_choice(client, data)
+            return
         msg = message_from_json(self.relay.correction_type, data['msg'], 'msg')
         if not msg.task_id:
             raise BridgeError('msg.task_id must name the task')
@@ -627,6 +660,24 @@ class PanelServer:
         timer = asyncio.get_running_loop().call_later(VERDICT_TIMEOUT_S, self._no_verdict,
                                                       key)
         self.pending[key] = Pending(client, data.get('id'), timer)
+
+    def _publish_choice(self, client: Client, data: dict) -> None:
+        """A person's own action for the open step (play mode): checked here (the
+        partner node has no verdict to send), published, answered at once."""
+        topic = self.relay.choice_topic
+        if topic is None:
+            raise BridgeError('play mode is off: partner choices are not taken')
+        msg = message_from_json(self.relay.topic_types[topic], data['msg'], 'msg')
+        if not msg.task_id:
+            raise BridgeError('msg.task_id must name the task')
+        if self.ros.choice_listeners() < 1:
+            # Sent to nobody, the step would be chosen and never taken.
+            raise BridgeError(f'nobody takes partner choices: no node subscribes to {topic} '
+                              '(simulated_human with partner_behaviour person); not sent')
+        action = self.relay.take_choice(msg)
+        self.ros.publish_choice(msg)
+        self._status(client, 'info', f'your action for step {msg.step}: {action}',
+                     data.get('id'))
 
     def _no_verdict(self, key: tuple) -> None:
         pending = self.pending.pop(key, None)

@@ -64,7 +64,10 @@ class KitchenView:
                                     'height': k.height}
                              for name, k in self.domain.kitchens.items()},
                 'chops': CHOPS,
-                'phrases': {m: m.replace('_', ' ') for m in MACROS}}
+                'phrases': {m: m.replace('_', ' ') for m in MACROS},
+                # Play mode: every macro action on a key of its own, the same in every
+                # state (1-9, then b), so that a player learns them.
+                'key_order': list(MACROS)}
 
 
 class MacroSkills:
