@@ -40,7 +40,6 @@ from cecm_ros.nodes.domain_parameters import (  # noqa: F401 - re-exported
     DomainParameters,
     _plan_store_check,
     domain_of,
-    plain_node_domain_options,
 )
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.nodes.peers import (  # noqa: F401 - re-exported

@@ -28,16 +28,14 @@ from rclpy.task import Future
 from cecm_ros.core.domain import NOOP, ROBOT
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
-from cecm_ros.domains import DEFAULT_DOMAIN
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
     QOS_LATCHED,
-    domain_of,
-    plain_node_domain_options,
     run_node,
 )
+from cecm_ros.nodes.domain_parameters import DomainParameters
 from cecm_ros.nodes.parameters import DeclaredParameters
 
 QUIT = {'q', 'quit', 'exit'}
@@ -47,22 +45,20 @@ HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
 SETTLED_KEPT = 32
 
 
-class CorrectionConsole(DeclaredParameters, Node):
+class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):
         super().__init__('correction_console', **kwargs)
         self.start_parameter_checks()
         self.declare('sender', 'keyboard', 'Who the corrections are from (their sender)')
-        self.declare('domain', DEFAULT_DOMAIN,
-                     'The domain: a registered name (cecm domains) or a domain file')
-        domain = self.param('domain')
-        options = plain_node_domain_options(self, domain)
+        # The domain and its options, declared and read as every node does.
+        self.declare_model_parameters()
         if self.parameter_errors:
             # A terminal tool, not a lifecycle node: it cannot wait to be fixed.
             raise CecmError('; '.join(self.parameter_errors))
         self.sender = self.param('sender')
-        self.model = domain_of(domain, options)
+        self.model = self.load_model()
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
         self.open_intent: RobotIntent | None = None

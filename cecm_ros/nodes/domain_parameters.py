@@ -20,7 +20,6 @@ from cecm_ros.domains import (
     load_domain,
 )
 from cecm_ros.domains.tidyup.household import Household
-from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.nodes.skill_kinds import ALL as ALL_SKILLS
 from cecm_ros.nodes.skill_kinds import WAIT as WAIT_SKILL
 from cecm_ros.nodes.skill_kinds import skills_of
@@ -63,27 +62,6 @@ def _spec_named(domain: str) -> DomainSpec | None:
     except CecmError:
         return None
     return spec
-
-
-def plain_node_domain_options(node: DeclaredParameters, domain: str) -> dict[str, str]:
-    """For a node that is not a CecmNode (the console): declare ``domain``'s options
-    and their older names, and return the ones set."""
-    spec = _spec_named(domain)
-    options = {}
-    checks = {'tidyup.household': _loads(Household),
-              'tidyup.capabilities': _loads(CapabilityCatalog)}
-    for option, meaning in ((spec.options or {}) if spec is not None else {}).items():
-        name = f'{spec.name}.{option}'
-        node.declare(name, '', f'Domain {spec.name}: {meaning or option}',
-                     check=checks.get(name))
-        value = node.param(name)
-        alias = next((a for a, o in OPTION_ALIASES.items() if o == name), None)
-        if alias is not None:
-            node.declare(alias, '', f'Older name of {name!r}', check=checks.get(name))
-            value = value or node.param(alias)
-        if value:
-            options[option] = str(value)
-    return options
 
 
 _DOMAINS: dict[tuple, Domain] = {}

@@ -395,8 +395,7 @@ class SessionRunner:
             if disturbed and interruptions < self.settings.max_interruptions:
                 interruptions += 1
                 self._interrupted(journal, index, task, interruptions, str(failure))
-                self.port.wait_graph_active(label)
-                continue
+                continue   # the next run waits for the graph to be whole again
             if disturbed:
                 failure = RuntimeError(f'interrupted {interruptions} times; last: {failure}')
             self.log.error(f'{label} failed: {failure}')
