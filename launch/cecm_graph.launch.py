@@ -194,6 +194,10 @@ def _overrides(context, world: str) -> dict[str, dict]:
         # The partner and the panel both hear each intent: the first one must not go out
         # before the partner's subscription has matched (the panel's may match first).
         per_node['executor']['intent_subscribers'] = 2
+    if _record(context):
+        # The recorder hears each intent too: the first must not go out before it does.
+        per_node['executor']['intent_subscribers'] = \
+            per_node['executor'].get('intent_subscribers', 1) + 1
     if _play(context):
         # The person is the partner: the simulated one only passes their choices on.
         per_node['simulated_human']['partner_behaviour'] = 'person'
@@ -226,6 +230,11 @@ def _web(context) -> bool:
 
 def _play(context) -> bool:
     return LaunchConfiguration('play').perform(context).strip().lower() in \
+        ('1', 'true', 'yes', 'on')
+
+
+def _record(context) -> bool:
+    return LaunchConfiguration('record').perform(context).strip().lower() in \
         ('1', 'true', 'yes', 'on')
 
 
@@ -292,8 +301,7 @@ def _nodes(context, world: str, default_params: str):
         respawn=True, respawn_delay=RESPAWN_DELAY_S)
     actions += [manager_node, RegisterEventHandler(OnProcessExit(
         target_action=manager_node, on_exit=_shut_down_when_bring_up_failed))]
-    if LaunchConfiguration('record').perform(context).strip().lower() in ('1', 'true', 'yes',
-                                                                            'on'):
+    if _record(context):
         # A tool, not a managed node: it records until the launch shuts down.
         path = LaunchConfiguration('record_path').perform(context).strip()
         actions.append(Node(

@@ -58,7 +58,7 @@ from cecm_ros.srv import PlanTask
 TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
 # How long a lost robot/intent listener may take to return (or this node to be told to
 # stop) before the loss is reported, and how often the count is looked at meanwhile.
-LISTENER_GRACE_S = 1.0
+LISTENER_GRACE_S = 3.0
 LISTENER_POLL_S = 0.1
 
 

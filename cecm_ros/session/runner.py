@@ -50,7 +50,7 @@ from cecm_ros.session.records import (
 
 # How long a lost node's news waits for the session's own stop before it is reported
 # (every process of a launch gets Ctrl-C at once; the others' exits come first).
-LOSS_GRACE_S = 1.0
+LOSS_GRACE_S = 3.0
 
 
 class Log(Protocol):
@@ -497,11 +497,15 @@ class SessionRunner:
                     {key: estimator[key] for key in NODE_PARAMETERS},
                     self.model.default_epsilon)
                 informative = settings.task_choice == 'informative'
+                behaviour = str(estimator.get('partner_behaviour') or '').strip()
+                if behaviour == 'person':   # play mode: no simulated behaviour to name
+                    extra['partner_played_by'] = 'a person (play mode)'
+                    behaviour = ''
                 summary = session_summary(
                     self.model, settings.partner, estimator['method'], settings.seed,
                     estimator_settings, end.results, wall, extra,
                     forgo_probability=float(estimator['forgo_probability']),
-                    partner_behaviour=estimator.get('partner_behaviour') or None,
+                    partner_behaviour=behaviour or None,
                     task_choice=settings.task_choice,
                     candidates=settings.candidates if informative else 1,
                     heldout=settings.heldout_tasks)

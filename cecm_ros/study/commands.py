@@ -28,17 +28,33 @@ def cmd_export(args) -> int:
     from cecm_ros.study.export import describe_export, export_recordings
 
     model = domain_from_args(args)
-    exports, files = export_recordings(
-        args.recordings, model, args.out, participant=args.participant,
-        partner_id=args.partner_id, summary=args.summary, capabilities=args.capabilities,
-        protocol=args.protocol, options=_domain_options(args, model),
-        overwrite=args.overwrite)
+    if args.study:
+        from cecm_ros.study.export import export_study
+
+        if args.recordings or not args.protocol:
+            raise CecmError('--study DIR takes no recordings, and needs --protocol FILE')
+        exports, files = export_study(args.study, args.protocol, model, args.out,
+                                      _domain_options(args, model), args.overwrite)
+    else:
+        if not args.recordings:
+            raise CecmError('name the recordings to export, or a study with --study DIR')
+        exports, files = export_recordings(
+            args.recordings, model, args.out, participant=args.participant,
+            partner_id=args.partner_id, summary=args.summary,
+            capabilities=args.capabilities, protocol=args.protocol,
+            options=_domain_options(args, model), overwrite=args.overwrite)
     for export in exports:
         for line in describe_export(export):
             print(line)
     episodes = sum(len(e.episodes) for e in exports)
     print(f'dataset: {episodes} episodes in {", ".join(str(f) for f in files)}')
     return 0
+
+
+def cmd_run(args) -> int:
+    from cecm_ros.study.run import cmd_run as run_study
+
+    return run_study(args)
 
 
 def cmd_simulate(args) -> int:
@@ -80,9 +96,13 @@ def add_study_parser(commands) -> None:
                     "task manager's 'partner' parameter), the task manager's summary "
                     '(--summary) or --capabilities; the export says which it used.')
     add_model_options(export)
-    export.add_argument('recordings', nargs='+', metavar='RECORDING',
+    export.add_argument('recordings', nargs='*', metavar='RECORDING',
                         help='an MCAP file or a rosbag2 folder of them (session_recorder, '
                              'cecm demo --record)')
+    export.add_argument('--study', metavar='DIR',
+                        help='instead of recordings: a study `cecm study run` kept '
+                             '(OUT/<study>, with --protocol its file): every participant, '
+                             'every set, every start of a set')
     export.add_argument('--out', required=True, metavar='DIR',
                         help='the dataset folder (DIR/<participant>.jsonl)')
     export.add_argument('--participant', metavar='ID',
@@ -104,6 +124,35 @@ def add_study_parser(commands) -> None:
     export.add_argument('--overwrite', action='store_true',
                         help='replace dataset files that exist')
     export.set_defaults(func=cmd_export)
+
+    run = actions.add_parser(
+        'run', help="one participant's study in the browser, from a protocol",
+        description="Serves the study's pages (consent, instructions, each set, its "
+                    'questionnaire) at the URL it prints and runs each set as a node graph '
+                    'in play mode (the web panel), recorded to the set\'s folder. Stopped '
+                    'at any point, the same command goes on at the episode the participant '
+                    'was in (docs/study.md).')
+    run.add_argument('protocol', metavar='PROTOCOL.yaml', help='the study protocol')
+    run.add_argument('--participant', required=True, metavar='ID',
+                     help="a participant id of the protocol's participants")
+    run.add_argument('--out', default='studies', metavar='DIR',
+                     help='where studies are kept: DIR/<study>/<participant>/ '
+                          '(default: %(default)s)')
+    run.add_argument('--port', type=int, metavar='PORT',
+                     help="the study pages' port (default: the protocol's web.study_port, "
+                          'else any free one)')
+    run.add_argument('--token', metavar='TOKEN',
+                     help='access token of the pages and the panel (default: a random one)')
+    run.add_argument('--scripted', metavar='BEHAVIOUR',
+                     help='no person: a scripted participant plays in headless Chromium as '
+                          'a partner of this behaviour (optimal, noisy:P, boltzmann:B, ...; '
+                          'docs/partners.md), for tests and synthetic studies')
+    run.add_argument('--scripted-seed', type=int, default=0, metavar='SEED',
+                     help="the scripted participant's seed (with the participant's position "
+                          'in the protocol; default: %(default)s)')
+    run.add_argument('--show-browser', action='store_true',
+                     help="the scripted participant's Chromium with a window")
+    run.set_defaults(func=cmd_run)
 
     simulate = actions.add_parser(
         'simulate', help='a dataset of simulated participants (no ROS)',

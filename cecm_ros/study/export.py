@@ -451,3 +451,61 @@ def describe_export(export: RecordingExport) -> list[str]:
     lines += [f'  left out {item}' for item in export.left_out]
     lines += [f'  note: {note}' for note in export.notes]
     return lines
+
+
+def export_study(folder: str | Path, protocol_path: str | Path, domain: Domain,
+                 out: str | Path, options: dict[str, str] | None = None,
+                 overwrite: bool = False) -> tuple[list[RecordingExport], list[Path]]:
+    """Every participant's recorded sets under ``folder`` (`cecm study run`'s
+    ``OUT/<study>``), as one dataset. A set started more than once has a recording per
+    start: its episodes are numbered by the task's place in the set, and a task that
+    reached its goal in two recordings (stopped after the goal, before it was journaled
+    done) keeps the later run, which is the one the session counted."""
+    from dataclasses import replace
+
+    from cecm_ros.core.dataset import write_dataset
+    from cecm_ros.study.progress import Progress
+    from cecm_ros.study.protocol import load_protocol
+
+    protocol = load_protocol(protocol_path)
+    folder = Path(folder).expanduser()
+    participants = [p for p in protocol.participants if (folder / p / 'progress.json').is_file()]
+    if not participants:
+        raise ConfigError(f'{folder}: no participant of study {protocol.name!r} has progress '
+                          'there (expected <participant>/progress.json, as `cecm study run '
+                          '--out` writes under <out>/<study>)')
+    exports: list[RecordingExport] = []
+    episodes: list[Episode] = []
+    for participant in participants:
+        progress = Progress.open(folder / participant, protocol.name, participant,
+                                 protocol.digest)
+        plan = {s.label: s for s in protocol.plan_for(participant, domain)}
+        for entry in progress.sets:
+            study_set = plan[entry.label]
+            given = _resolve(domain, study_set.partner_type, f'{entry.label} type')
+            place = {task.task_id: i for i, task in enumerate(study_set.tasks, 1)}
+            kept: dict[str, Episode] = {}
+            for name in entry.recordings:
+                path = folder / participant / entry.label / name
+                if not path.exists():
+                    exports.append(RecordingExport(path, notes=['not written (the set '
+                                                                'stopped as it started)']))
+                    continue
+                found = export_recording(path, domain, {}, participant, participant, None,
+                                         given, protocol.digest, options,
+                                         lambda *_, number=study_set.index + 1: number)
+                exports.append(found)
+                for episode in found.episodes:
+                    if episode.task_id not in place:
+                        found.notes.append(f'task {episode.task_id!r} is not one of '
+                                           f'{entry.label}: left out')
+                        continue
+                    if episode.task_id in kept:
+                        found.notes.append(f'task {episode.task_id!r} reached its goal in '
+                                           'an earlier recording too: the later run kept')
+                    kept[episode.task_id] = replace(episode,
+                                                    episode_index=place[episode.task_id])
+            episodes += sorted(kept.values(), key=lambda e: e.episode_index)
+    if not episodes:
+        raise ConfigError(f'{folder}: no recorded episode reached its goal')
+    return exports, write_dataset(out, episodes, overwrite=overwrite)

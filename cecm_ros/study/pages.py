@@ -29,6 +29,7 @@ class Screen:
     text: str = ''
     link: str = ''                     # the panel of the set
     items: list[dict[str, Any]] = field(default_factory=list)   # Likert items
+    data: dict[str, str] = field(default_factory=dict)   # the page's data-* (set, type)
     sequence: int = 0
 
 
@@ -194,6 +195,11 @@ async function reply(screen, value) {
   document.getElementById('note').textContent = data.ok ? 'Thank you.' : data.error;
 }
 function render(screen) {
+  // What the screen is, for a scripted participant and for a stylesheet.
+  for (const key of Object.keys(document.body.dataset)) delete document.body.dataset[key];
+  for (const [key, value] of Object.entries(screen.data || {})) document.body.dataset[key] = value;
+  document.body.dataset.screen = screen.name;
+  document.body.dataset.sequence = String(screen.sequence);
   document.getElementById('title').textContent = screen.title;
   const text = document.getElementById('text');
   text.textContent = '';
@@ -205,9 +211,9 @@ function render(screen) {
     const link = el('a', {href: screen.link, target: '_blank', id: 'panel'}, 'Open the game');
     body.appendChild(el('p')).appendChild(link);
   }
-  if (screen.name === 'consent' || screen.name === 'instructions') {
-    const button = el('button', {id: 'continue'},
-                      screen.name === 'consent' ? 'I agree' : 'Continue');
+  if (['consent', 'instructions', 'set'].includes(screen.name)) {
+    const words = {consent: 'I agree', instructions: 'Continue', set: 'Start this set'};
+    const button = el('button', {id: 'continue'}, words[screen.name]);
     button.onclick = () => reply(screen, true);
     body.appendChild(button);
     button.focus();

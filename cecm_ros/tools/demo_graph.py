@@ -25,9 +25,11 @@ import queue
 import re
 import secrets
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from ament_index_python.packages import (
@@ -86,11 +88,13 @@ def package_paths() -> tuple[Path, Path]:
     return executables, share / 'config' / 'tidyup_sim.yaml'
 
 
-def write_params(base: Path, args, out: Path) -> Path:
-    """The installed parameters file with this demo's settings, as out/params.yaml."""
+def write_params(base: Path, args, out: Path,
+                 extra: dict[str, dict] | None = None) -> Path:
+    """The installed parameters file with this demo's settings, as out/params.yaml;
+    ``extra`` adds or replaces parameters per node (a study's tasks file and session)."""
     params = yaml.safe_load(base.read_text())
     spec = args.capabilities or args.partner
-    settings = {
+    settings: dict[str, dict[str, Any]] = {
         'household_sim': {'partner': spec},
         'simulated_human': {'partner': spec, 'seed': args.seed},
         'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
@@ -113,6 +117,12 @@ def write_params(base: Path, args, out: Path) -> Path:
     manager['exit_when_done'] = True   # a node that can never come up ends the demo
     if getattr(args, 'web', False):
         _web_settings(params, settings, args)
+    if getattr(args, 'record', None) is not None:
+        # The recorder hears each intent too: the first must not go out before it does.
+        executor = settings.setdefault('executor', {})
+        configured = params.get('executor', {}).get('ros__parameters', {})
+        executor['intent_subscribers'] = int(executor.get(
+            'intent_subscribers', configured.get('intent_subscribers', 1))) + 1
     files = {'tidyup.household': args.household, 'tidyup.capabilities': args.capabilities_file}
     domain = getattr(args, 'domain', None)
     if domain and Path(domain).is_file():
@@ -120,6 +130,8 @@ def write_params(base: Path, args, out: Path) -> Path:
     plan_store = 'off' if getattr(args, 'no_plan_store', False) else \
         str(Path(args.plan_store).expanduser().resolve()) if getattr(args, 'plan_store', None) \
         else ''
+    for node, values in (extra or {}).items():
+        settings.setdefault(node, {}).update(values)
     for node in graph_nodes(args):
         entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
         entry.update(settings.get(node, {}))
@@ -429,7 +441,16 @@ def _estimator_variant(args) -> str:
            f'{settings.window or "off"})'
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (``kill``, ``timeout``, a service manager) ends a run as Ctrl-C does: the
+    node processes it started are stopped, not left behind."""
+    def interrupted(signum, frame) -> None:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupted)
+
+
 def run_graph_demo(args) -> int:
+    stop_on_sigterm()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = out / 'summary.json'
