@@ -250,7 +250,7 @@ def cmd_run(args) -> int:
             code = 130
         finally:
             if scripted is not None:
-                scripted.finish()
+                scripted.finish(wait_s=30.0 if code == 0 else 0.0)
             pages.stop()
     if scripted is not None and scripted.error:
         say(f'the scripted participant failed: {scripted.error}')
@@ -283,6 +283,8 @@ class ScriptedThread(threading.Thread):
                 # Nobody else will play: stop the run as Ctrl-C would (progress is kept).
                 os.kill(os.getpid(), signal.SIGINT)
 
-    def finish(self) -> None:
+    def finish(self, wait_s: float) -> None:
+        """Let it read the last page (``wait_s``), then stop it."""
+        self.join(wait_s)
         self.participant.stop()
         self.join(30)

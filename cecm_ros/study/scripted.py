@@ -117,7 +117,7 @@ class ScriptedParticipant:
                 executable_path=chromium_path(), headless=self.headless, args=CHROMIUM_ARGS)
             try:
                 study = browser.new_page()
-                study.goto(self.url)
+                self._open(study, self.url)
                 panel = None
                 handled = ''
                 while not self._stop.is_set():
@@ -136,12 +136,25 @@ class ScriptedParticipant:
                         link = study.get_attribute('#panel', 'href') or ''
                         if panel is None or panel.is_closed():
                             panel = browser.new_page(viewport={'width': 1280, 'height': 800})
-                        panel.goto(link)
+                        self._open(panel, link)
                         self._play_set(panel, study, sequence, data['type'])
             except ParticipantStoppedError:
                 return
             finally:
                 browser.close()
+
+    def _open(self, tab, link: str, timeout_s: float = 120.0) -> None:
+        """Open ``link``; a refused connection (the panel restarting) is tried again, as
+        a person would reload."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                tab.goto(link)
+                return
+            except Exception:  # noqa: BLE001 - Playwright's error of a refused page
+                if time.monotonic() > deadline or self._stop.is_set():
+                    raise
+                time.sleep(1.0)
 
     def _screen(self, study, handled: str) -> tuple[str, str, dict[str, str]]:
         """The next screen after the one ``handled`` (its sequence)."""
@@ -247,7 +260,7 @@ class ScriptedParticipant:
         elif (index := alternatives.index(wanted) + 1) <= 9:
             panel.keyboard.press(f'Shift+Digit{index}')
         else:   # beyond the keys: its button
-            panel.click(f'#intent-body button[data-action="{wanted}"]')
+            panel.click(f'#alternatives button[data-action="{wanted}"]')
         # Its own key next must not agree as well: wait until the answer is the step's.
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline and not self._stop.is_set():
