@@ -205,6 +205,7 @@ class TaskManager(CecmNode):
         self.state_task = ''
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
+        self.played_by_person: bool | None = None   # asked of the partner node when needed
         self.task_reports: dict[int, TaskReport] = {}
         self.start_timer = None
         self.graph: GraphStatus | None = None
@@ -717,11 +718,27 @@ class TaskManager(CecmNode):
                                       f"partner's plan: {error}")
             return
         off = steps_off_plan(plan, executed)
-        if off:
+        if off and self._partner_is_person():
+            self.get_logger().info(
+                f'{label}: the person played {off} of {max(len(executed), len(plan.steps))} '
+                "steps otherwise than the simulated partner's reference plan (a person need "
+                'not follow it)')
+        elif off:
             self.get_logger().warning(
                 f"{label}: {off} of {max(len(executed), len(plan.steps))} steps were not the "
                 "partner's plan: nobody enforced it (answer for a simulated partner). "
                 "CE-CM assumes they were, so this task's evidence may mislead the belief")
+
+    def _partner_is_person(self) -> bool:
+        """Whether a person plays the partner (play mode: partner_behaviour person), asked
+        of the partner node once."""
+        if self.played_by_person is None:
+            partner = self.param('partner_node')
+            values = self._remote_parameters(partner, ('partner_behaviour',)) if partner \
+                else {}
+            self.played_by_person = str(values.get('partner_behaviour', '')).strip() == \
+                'person'
+        return self.played_by_person
 
     def first_plans(self, label: str, task: Task) -> tuple[CorePlan, CorePlan]:
         with self.locked():

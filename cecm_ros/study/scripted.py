@@ -88,7 +88,10 @@ class ScriptedParticipant:
         self.domain, self.url, self.seed = domain, url, seed
         self.behaviour = resolve_partner_behaviour(
             behaviour, 0.0, default=domain.default_partner_behaviour)
-        self.planner = planner if planner is not None else planner_for(domain, workers=1)
+        # The plan store the nodes share: a plan the graph made already is read, not
+        # searched again (the same search gives the same plan).
+        self.planner = planner if planner is not None else \
+            planner_for(domain, workers=1, plan_cache=True)
         if self.behaviour.own_search:
             own = self.planner.with_seed(partner_search_seed(seed))
             if own is not None:

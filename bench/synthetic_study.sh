@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The synthetic study of docs/study.md: every participant of PROTOCOL played by a
+# scripted participant in Chromium, one after another; run again, it resumes where it
+# stopped (finished participants are skipped). Then export and re-estimate.
+#   bash bench/synthetic_study.sh PROTOCOL OUT BEHAVIOUR
+set -euo pipefail
+protocol=${1:-docs/results/study/overcooked_scripted/protocol.yaml}
+out=${2:-studies}
+behaviour=${3:-noisy:0.2}
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+participants=$(.venv/bin/python -c "import sys; from cecm_ros.study.protocol import load_protocol; print(' '.join(load_protocol(sys.argv[1]).participants))" "$protocol")
+for participant in $participants; do
+  echo "[synthetic study] $participant ($(date +%T))"
+  .venv/bin/cecm study run "$protocol" --participant "$participant" --scripted "$behaviour" \
+    --scripted-seed 0 --out "$out"
+done
