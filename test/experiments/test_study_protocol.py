@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import yaml
+from paths import REPO
 
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.domains import load_domain
@@ -117,3 +118,17 @@ def test_progress_survives_a_restart_and_refuses_another_protocol(tmp_path):
     (folder / 'progress.json').write_text('{"format": "nonsense"}')
     with pytest.raises(ConfigError, match='unreadable study progress'):
         Progress.open(folder, 'kitchen-pilot', 'P01', 'abc')
+
+
+@pytest.mark.parametrize('path', sorted(
+    [*(REPO / 'config' / 'studies').glob('*.yaml'),
+     *(REPO / 'docs' / 'results' / 'study').glob('*/protocol.yaml')]), ids=lambda p: p.name)
+def test_the_shipped_protocols_plan_every_participant(path):
+    from cecm_ros.domains import load_domain
+
+    protocol = load_protocol(path)
+    domain = load_domain(protocol.domain)
+    for participant in protocol.participants:
+        sets = protocol.plan_for(participant, domain)
+        assert sorted(s.partner_type for s in sets) == sorted(protocol.types)
+        assert all(len(s.tasks) == protocol.tasks_per_set for s in sets)
