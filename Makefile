@@ -49,7 +49,8 @@ SEED ?= 0
 # 1-2 min on 2 idle cores at 500; fewer are allowed (the demo says so).
 DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
-PYTEST_ARGS ?=
+# --durations: the slowest tests at the end of every run (the suite aims at ~15 min).
+PYTEST_ARGS ?= --durations=25
 
 VENV := .venv
 VENV_ABS := $(abspath $(VENV))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The synthetic study of docs/study.md: every participant of PROTOCOL played by a
 # scripted participant in Chromium, one after another; run again, it resumes where it
-# stopped (finished participants are skipped). Then export and re-estimate.
+# stopped (finished participants are skipped). Then it exports the study to OUT/dataset;
+# the re-estimation (long: every hypothesis's plans) is the command it prints.
 #   bash bench/synthetic_study.sh PROTOCOL OUT BEHAVIOUR
 set -euo pipefail
 protocol=${1:-docs/results/study/overcooked_scripted/protocol.yaml}
@@ -14,3 +15,6 @@ for participant in $participants; do
   .venv/bin/cecm study run "$protocol" --participant "$participant" --scripted "$behaviour" \
     --scripted-seed 0 --out "$out"
 done
+name=$(.venv/bin/python -c "import sys; from cecm_ros.study.protocol import load_protocol; print(load_protocol(sys.argv[1]).name)" "$protocol")
+.venv/bin/cecm study export --study "$out/$name" --protocol "$protocol" --out "$out/dataset" --overwrite
+echo "[synthetic study] re-estimate: .venv/bin/cecm estimate --from-dataset $out/dataset --method paper,cecm_div,posterior --out $out/estimate"

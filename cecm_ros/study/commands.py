@@ -27,15 +27,17 @@ def _domain_options(args, model) -> dict[str, str]:
 def cmd_export(args) -> int:
     from cecm_ros.study.export import describe_export, export_recordings
 
-    model = domain_from_args(args)
     if args.study:
         from cecm_ros.study.export import export_study
 
         if args.recordings or not args.protocol:
             raise CecmError('--study DIR takes no recordings, and needs --protocol FILE')
+        _default_domain(args, _protocol_domain(args.protocol), 'the protocol')
+        model = domain_from_args(args)
         exports, files = export_study(args.study, args.protocol, model, args.out,
                                       _domain_options(args, model), args.overwrite)
     else:
+        model = domain_from_args(args)
         if not args.recordings:
             raise CecmError('name the recordings to export, or a study with --study DIR')
         exports, files = export_recordings(
@@ -49,6 +51,34 @@ def cmd_export(args) -> int:
     episodes = sum(len(e.episodes) for e in exports)
     print(f'dataset: {episodes} episodes in {", ".join(str(f) for f in files)}')
     return 0
+
+
+def _protocol_domain(path: str) -> str:
+    from cecm_ros.study.protocol import load_protocol
+
+    return load_protocol(path).domain
+
+
+def _default_domain(args, domain: str, source: str) -> None:
+    """Without --domain, the domain ``source`` names (the protocol's, the dataset's)."""
+    from cecm_ros.domains import DEFAULT_DOMAIN
+
+    if args.domain == DEFAULT_DOMAIN and domain and domain != DEFAULT_DOMAIN:
+        print(f'[cecm] domain {domain} (from {source}; --domain gives another)',
+              file=sys.stderr)
+        args.domain = domain
+
+
+def dataset_domain(args) -> None:
+    """``cecm estimate --from-dataset`` without --domain: the dataset's own domain (a
+    domain file's path where its episodes recorded one)."""
+    from cecm_ros.core.dataset import load_dataset
+
+    episodes = load_dataset(args.from_dataset).episodes
+    if episodes:
+        first = episodes[0]
+        _default_domain(args, first.domain_options.get('path') or first.domain,
+                        'the dataset')
 
 
 def cmd_run(args) -> int:

@@ -488,12 +488,18 @@ def export_study(folder: str | Path, protocol_path: str | Path, domain: Domain,
             for name in entry.recordings:
                 path = folder / participant / entry.label / name
                 if not path.exists():
-                    exports.append(RecordingExport(path, notes=['not written (the set '
+                    exports.append(RecordingExport(path, notes=[f'{path}: not written (the set '
                                                                 'stopped as it started)']))
                     continue
-                found = export_recording(path, domain, {}, participant, participant, None,
-                                         given, protocol.digest, options,
-                                         lambda *_, number=study_set.index + 1: number)
+                try:
+                    found = export_recording(path, domain, {}, participant, participant,
+                                             None, given, protocol.digest, options,
+                                             lambda *_, number=study_set.index + 1: number)
+                except RecordingError as error:
+                    # A start that ended before its first task (stopped as it came up, or
+                    # every task done already): nothing of it to keep.
+                    exports.append(RecordingExport(path, notes=[f'{path}: no episode: {error}']))
+                    continue
                 exports.append(found)
                 for episode in found.episodes:
                     if episode.task_id not in place:

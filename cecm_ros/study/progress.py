@@ -29,6 +29,7 @@ class SetProgress:
     session_id: str
     recordings: list[str] = field(default_factory=list)
     started: float = 0.0
+    played: float | None = None     # every task done (the questionnaire may be pending)
     finished: float | None = None
     answers: dict[str, int] = field(default_factory=dict)   # questionnaire item -> point
 
@@ -60,7 +61,8 @@ class Progress:
                            data['protocol_digest'], data.get('consented'), sets)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ConfigError(f'{path}: unreadable study progress ({error}); it is kept '
-                              'as it is: move it aside to start this participant afresh')\
+                              "as it is: move the participant's folder aside to start "
+                              'afresh')\
                 from None
         if (progress.study, progress.participant) != (study, participant):
             raise ConfigError(f'{path}: the progress of {progress.participant!r} in study '
@@ -99,6 +101,15 @@ class Progress:
         entry.recordings.append(recording)
         self.save()
         return entry
+
+    def played(self, label: str) -> None:
+        """Every task of the set is done: a run stopped from here on resumes at the
+        questionnaire, not in a new session of the same tasks."""
+        entry = self.entry(label)
+        if entry is None:
+            raise ConfigError(f'{self.participant}: {label} was never begun')
+        entry.played = time.time()
+        self.save()
 
     def finish(self, label: str, answers: dict[str, int] | None = None) -> None:
         entry = self.entry(label)

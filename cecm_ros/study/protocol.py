@@ -24,6 +24,10 @@ KEYS = ('study', 'domain', 'participants', 'types', 'tasks_per_set', 'task_seed'
         'assistant', 'instructions', 'consent', 'questionnaire', 'web')
 ORDERS = ('latin_square', 'williams', 'fixed')
 ASSISTANT_METHODS = ('optimistic', 'pessimistic', 'cecm', 'cecm_div', 'qlearning')
+# The assistant's estimator settings a protocol may fix (as `cecm demo` takes them).
+ASSISTANT_KEYS = ('samples', 'inference', 'likelihood', 'prior', 'seed')
+# The browser side: the panel's port, the study pages' port, the robot's answer window.
+WEB_KEYS = ('port', 'study_port', 'correction_window_s')
 _ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
 
 
@@ -217,9 +221,29 @@ def load_protocol(path: str | Path) -> Protocol:
         raise ConfigError(f'{path}: assistant needs a method: one of '
                           f'{", ".join(ASSISTANT_METHODS)} (the paper\'s study used a fixed '
                           'policy: optimistic)')
+    unknown = sorted(set(assistant) - {'method', *ASSISTANT_KEYS})
+    if unknown:
+        raise ConfigError(f'{path}: assistant: unknown key {", ".join(unknown)}; known: '
+                          f'method, {", ".join(ASSISTANT_KEYS)}')
+    for key in ('samples', 'seed'):
+        if key in assistant and (not isinstance(assistant[key], int) or
+                                 isinstance(assistant[key], bool) or assistant[key] < 0):
+            raise ConfigError(f'{path}: assistant: {key} must be a whole number >= 0')
     web = data.get('web') or {}
     if not isinstance(web, dict):
-        raise ConfigError(f'{path}: web must be a mapping (port, correction_window_s)')
+        raise ConfigError(f'{path}: web must be a mapping ({", ".join(WEB_KEYS)})')
+    unknown = sorted(set(web) - set(WEB_KEYS))
+    if unknown:
+        raise ConfigError(f'{path}: web: unknown key {", ".join(unknown)}; known: '
+                          f'{", ".join(WEB_KEYS)}')
+    for key in ('port', 'study_port'):
+        if key in web and (not isinstance(web[key], int) or isinstance(web[key], bool) or
+                           not 0 <= web[key] <= 65535):
+            raise ConfigError(f'{path}: web: {key} must be a port number (0 = any free one)')
+    if 'correction_window_s' in web and (
+            not isinstance(web['correction_window_s'], (int, float)) or
+            isinstance(web['correction_window_s'], bool) or web['correction_window_s'] <= 0):
+        raise ConfigError(f'{path}: web: correction_window_s must be a number of seconds > 0')
     domain = str(data['domain'])
     if domain.endswith(('.yaml', '.yml')) and not Path(domain).is_absolute():
         domain = str((path.parent / domain).resolve())   # relative to the protocol

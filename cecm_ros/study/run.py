@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from cecm_ros.core.errors import ConfigError
 from cecm_ros.study.pages import Screen, StudyPages
 from cecm_ros.study.progress import Progress
 from cecm_ros.study.protocol import Protocol, StudySet, load_protocol
+from cecm_ros.tools.demo_graph import DemoError
 
 # Assistant keys of a protocol that become `cecm demo` options (the estimator's).
 ASSISTANT_OPTIONS = {'samples': '--samples', 'inference': '--inference',
@@ -90,6 +92,52 @@ def write_set_tasks(domain: Domain, study_set: StudySet, path: Path) -> None:
     path.write_text(yaml.safe_dump({'tasks': tasks}, sort_keys=False))
 
 
+def leftover_processes(params: Path) -> list[int]:
+    """Processes still running with the set's parameters file: the graph of a run that
+    was killed outright (SIGKILL, a crash of this process), which nothing stopped."""
+    found: list[int] = []
+    proc = Path('/proc')
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            words = entry.joinpath('cmdline').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if str(params).encode() in words:
+            found.append(int(entry.name))
+    return found
+
+
+def stop_leftovers(params: Path, say: Callable[[str], None]) -> None:
+    """End a killed run's node processes before the set starts again (they would answer
+    in its place and write its recording)."""
+    pids = leftover_processes(params)
+    if not pids:
+        return
+    say(f'stopping {len(pids)} node processes a killed run left running')
+    for sig, grace in ((signal.SIGINT, 10.0), (signal.SIGKILL, 5.0)):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and leftover_processes(params):
+            time.sleep(0.2)
+        pids = leftover_processes(params)
+        if not pids:
+            return
+
+
+def next_recording(set_dir: Path) -> Path:
+    """A file name no start of the set has used: a recording is never replaced."""
+    number = 1
+    while (set_dir / f'recording-{number}.mcap').exists():
+        number += 1
+    return set_dir / f'recording-{number}.mcap'
+
+
 def session_id(protocol: Protocol, participant: str, study_set: StudySet) -> str:
     return f'{protocol.name}-{participant}-{study_set.label}'
 
@@ -119,14 +167,14 @@ def run_set(run: StudyRun, study_set: StudySet, token: str) -> int:
 
     set_dir = run.folder / study_set.label
     set_dir.mkdir(parents=True, exist_ok=True)
-    entry = run.progress.entry(study_set.label)
-    recording = set_dir / f'recording-{len(entry.recordings) + 1 if entry else 1}.mcap'
+    recording = next_recording(set_dir)
     sid = session_id(run.protocol, run.participant, study_set)
-    run.progress.begin(study_set.label, sid, recording.name)
     tasks_file = set_dir / 'tasks.yaml'
     write_set_tasks(run.domain, study_set, tasks_file)
     args = demo_arguments(run, study_set, set_dir, recording, token)
     executables, base = demo_graph.package_paths()
+    stop_leftovers(set_dir / 'params.yaml', run.say)
+    run.progress.begin(study_set.label, sid, recording.name)
     params = demo_graph.write_params(base, args, set_dir, extra={
         'task_manager': {'tasks_file': str(tasks_file), 'session_id': sid,
                          'partner_id': run.participant, 'heldout_tasks': 0},
@@ -171,30 +219,12 @@ def run_participant(run: StudyRun) -> int:
             run.domain.catalog.resolve(study_set.partner_type))
         data = {'set': str(study_set.index + 1), 'type': study_set.partner_type,
                 'tasks': str(len(study_set.tasks))}
-        again = progress.entry(study_set.label) is not None
-        _wait(pages, Screen(
-            'set', f'Set {number}',
-            ('This set was interrupted; it goes on at the task it was in.\n\n' if again
-             else '') +
-            f'You play a partner who cannot: {described}. The set has '
-            f'{len(study_set.tasks)} tasks. Press Start, then open the game.', data=data))
-        link = f'http://127.0.0.1:{run.panel_port}/?token={pages.token}'
-        pages.show(Screen('playing', f'Set {number}: starting',
-                          'The game is starting; its link shows here in a moment.',
-                          data=data))
-        run.say(f'{study_set.label}: started ({len(study_set.tasks)} tasks, partner type '
-                f'{study_set.partner_type}); the game: {link}')
-        ready = threading.Event()
-        shown = threading.Thread(target=_show_link_when_up, daemon=True, args=(
-            pages, run.panel_port, ready, Screen(
-                'playing', f'Set {number}: playing', 'Play in the game\'s tab; this page '
-                'moves on when the set is done.', link=link, data=data)))
-        shown.start()
-        try:
-            code = run_set(run, study_set, pages.token)
-        finally:
-            ready.set()
-            shown.join(5)
+        entry = progress.entry(study_set.label)
+        if entry is not None and entry.played is not None:
+            run.say(f'{study_set.label}: its tasks were done already; its questionnaire')
+            code = 0
+        else:
+            code = play_set(run, study_set, number, data, described, again=entry is not None)
         if code != 0:
             pages.show(Screen('instructions', 'Interrupted',
                               'The set stopped early. Please tell the experimenter; what '
@@ -214,12 +244,57 @@ def run_participant(run: StudyRun) -> int:
     return 0
 
 
+def play_set(run: StudyRun, study_set: StudySet, number: str, data: dict[str, str],
+             described: str, again: bool) -> int:
+    """The set's start page, then its graph until its tasks are done (exit code 0, and
+    marked played) or it stops."""
+    pages = run.pages
+    _wait(pages, Screen(
+        'set', f'Set {number}',
+        ('This set was interrupted; it goes on at the task it was in.\n\n' if again
+         else '') +
+        f'You play a partner who cannot: {described}. The set has '
+        f'{len(study_set.tasks)} tasks. Press Start, then open the game.', data=data))
+    link = f'http://127.0.0.1:{run.panel_port}/?token={pages.token}'
+    pages.show(Screen('playing', f'Set {number}: starting',
+                      'The game is starting; its link shows here in a moment.',
+                      data=data))
+    run.say(f'{study_set.label}: started ({len(study_set.tasks)} tasks, partner type '
+            f'{study_set.partner_type}); the game: {link}')
+    ready = threading.Event()
+    shown = threading.Thread(target=_show_link_when_up, daemon=True, args=(
+        pages, run.panel_port, ready, Screen(
+            'playing', f'Set {number}: playing', 'Play in the game\'s tab; this page '
+            'moves on when the set is done.', link=link, data=data)))
+    shown.start()
+    try:
+        code = run_set(run, study_set, pages.token)
+    except DemoError as error:
+        run.say(f'{study_set.label}: {error}')
+        code = 1
+    finally:
+        ready.set()
+        shown.join(5)
+    if code == 0:
+        run.progress.played(study_set.label)
+    return code
+
+
 def cmd_run(args) -> int:
     from cecm_ros.domains import load_domain
+    from cecm_ros.tools.demo_graph import package_paths
 
     protocol = load_protocol(args.protocol)
     domain = load_domain(protocol.domain)
     protocol.plan_for(args.participant, domain)   # every type and task checked first
+    try:
+        package_paths()   # the node graph is installed (before anything is shown)
+    except DemoError as error:
+        raise ConfigError(str(error)) from None
+    if args.scripted:
+        from cecm_ros.study.scripted import check_browser
+
+        check_browser()
     folder = participant_folder(args.out, protocol, args.participant)
 
     def say(line: str) -> None:
@@ -271,6 +346,7 @@ class ScriptedThread(threading.Thread):
             domain, url, args.scripted, seed=args.scripted_seed * 1000 + index,
             answer_seed=index, say=say, headless=not args.show_browser)
         self.error: str | None = None
+        self.ending = threading.Event()   # the run is ending: no signal to it any more
 
     def run(self) -> None:
         try:
@@ -279,12 +355,13 @@ class ScriptedThread(threading.Thread):
             self.error = f'{type(error).__name__}: {error}'
             print(f'[cecm study] scripted participant: {self.error}', file=sys.stderr,
                   flush=True)
-            if not self.participant.stopped:
+            if not self.participant.stopped and not self.ending.is_set():
                 # Nobody else will play: stop the run as Ctrl-C would (progress is kept).
                 os.kill(os.getpid(), signal.SIGINT)
 
     def finish(self, wait_s: float) -> None:
         """Let it read the last page (``wait_s``), then stop it."""
+        self.ending.set()
         self.join(wait_s)
         self.participant.stop()
         self.join(30)

@@ -76,6 +76,16 @@ def chromium_path() -> str:
     return path
 
 
+def check_browser() -> None:
+    """Raise ConfigError, saying how to get them, without Playwright or Chromium."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        raise ConfigError('the scripted participant needs Playwright for Python (pip install '
+                          'playwright; `make test` installs it into .venv)') from None
+    chromium_path()
+
+
 class ScriptedParticipant:
     """Does one participant's study at ``url`` (the study pages, with token)."""
 
@@ -221,7 +231,7 @@ class ScriptedParticipant:
 
     def _step(self, panel, human: SimulatedHuman, view: dict) -> None:
         state = self.domain.state_from_wire(view['facts'], view['features'])
-        while human.step < view['step']:   # steps it missed (a reload): the world's count
+        while human.step < view['step']:   # the steps taken since its last decision
             human.advance()
         if not human.expects(state):
             try:
@@ -230,16 +240,19 @@ class ScriptedParticipant:
                 pass   # no plan from here: its old one, as the simulated partner does
         human.choose_step(state)
         own = human.current_step.human
-        keys = dict(map(tuple, view['offered']))
+        keys = {action: key for action, key in view['offered'] if key}
         if own not in keys:
             own = NOOP
         if view['intent'] is not None:
             correction = human.review_intent(view['intent'])
-            if correction is not None:
-                self._correct(panel, view, correction.corrected)
+            if correction is not None and not self._correct(panel, view, correction.corrected):
+                return   # not taken (yet): the step is read again from the panel
+        elif not self._intent_still_missing(panel, view):
+            return       # the intent came meanwhile: decide with it
         panel.keyboard.press(keys[own])
         self.steps_played += 1
-        human.advance()
+        # The simulated partner moves past this step when the panel shows the next one
+        # (the catch-up above): a refused choice leaves it at this step.
         # The next decision waits for the panel to show the choice was taken.
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline and not self._stop.is_set():
@@ -252,12 +265,18 @@ class ScriptedParticipant:
                 return
             time.sleep(POLL_S)
 
-    def _correct(self, panel, view: dict, wanted: str) -> None:
-        """Tell the robot to do ``wanted`` instead of its intent (W: wait)."""
+    def _intent_still_missing(self, panel, view: dict) -> bool:
+        """Whether the step's intent is still not shown (choosing then agrees to
+        nothing); False when it came since ``view`` was read."""
+        return bool(panel.evaluate("""(step) => { const p = window.cecmPanel.state.session;
+          return !p || !p.open || p.open.step !== step; }""", view['step']))
+
+    def _correct(self, panel, view: dict, wanted: str) -> bool:
+        """Tell the robot to do ``wanted`` instead of its intent (W: wait); whether the
+        panel shows the step answered (its own key may then go out without agreeing)."""
         alternatives = view['alternatives']
         if wanted != NOOP and wanted not in alternatives:
-            return   # not the robot's to do now: its intent passes
-        self.corrections += 1
+            return True   # not the robot's to do now: its intent passes
         if wanted == NOOP:
             panel.keyboard.press('w')
         elif (index := alternatives.index(wanted) + 1) <= 9:
@@ -268,8 +287,10 @@ class ScriptedParticipant:
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline and not self._stop.is_set():
             answered = panel.evaluate("""(step) => { const p = window.cecmPanel.state.session;
-              return !p || !p.open || p.open.step !== step || Boolean(p.open.answer); }""",
+              return Boolean(p && p.open && p.open.step === step && p.open.answer); }""",
                                       view['step'])
             if answered:
-                return
+                self.corrections += 1
+                return True
             time.sleep(POLL_S)
+        return False

@@ -283,11 +283,12 @@ def cmd_bench(args) -> int:
 def cmd_estimate(args) -> int:
     from cecm_ros.tools import reestimate
 
-    model = domain_from_args(args)
     if args.from_dataset:
-        from cecm_ros.study.commands import estimate_dataset
+        from cecm_ros.study.commands import dataset_domain, estimate_dataset
 
-        return estimate_dataset(args, model)
+        dataset_domain(args)
+        return estimate_dataset(args, domain_from_args(args))
+    model = domain_from_args(args)
     if args.from_recording:
         evidence = reestimate.from_recording(args.from_recording, model, args.partner_id)
     elif args.from_store:

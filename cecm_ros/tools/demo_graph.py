@@ -18,6 +18,7 @@ panel offers the partner's actions, and the robot and the world give a person ti
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -27,7 +28,9 @@ import secrets
 import shutil
 import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +327,7 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
                    record: Path | None = None) -> int:
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
-    recorder = _start_recorder(env, params, executables, log_dir, record) if record else None
+    recorder = None
     graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
     nodes = graph_nodes(args)
     _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
@@ -333,6 +336,8 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
     _say(_plan_store_line(args))
     code = 1
     try:
+        if record:
+            recorder = _start_recorder(env, params, executables, log_dir, record)
         for node in nodes:
             graph.start(node, [str(executables / node), '--ros-args', '--params-file',
                                str(params)], stream=node in ('task_manager', WEB_PANEL))
@@ -342,13 +347,17 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
                               str(params)], final_codes=(1,))
         code = _follow(graph, 'task_manager', time_budget(args), playing(args))
     finally:
-        forced = graph.stop(first=(MANAGER,))
-        if forced:
-            _say(f'had to force {", ".join(forced)} to stop (see {log_dir})')
-        if any(count > 0 for count in graph.respawns.values()):
-            _say('respawned during the session: ' + ', '.join(
-                f'{name} x{count}' for name, count in graph.respawns.items() if count > 0))
-        _stop_recorder(recorder)
+        # A second Ctrl-C (or SIGTERM) must not cut the stop short: nodes left running,
+        # a recording never closed.
+        with signals_held():
+            forced = graph.stop(first=(MANAGER,))
+            if forced:
+                _say(f'had to force {", ".join(forced)} to stop (see {log_dir})')
+            if any(count > 0 for count in graph.respawns.values()):
+                _say('respawned during the session: ' + ', '.join(
+                    f'{name} x{count}' for name, count in graph.respawns.items()
+                    if count > 0))
+            _stop_recorder(recorder)
     return code
 
 
@@ -439,6 +448,25 @@ def _estimator_variant(args) -> str:
                 'paper\'s Algorithm 1')
     return f'{settings.variant} (abc: samples from the {settings.proposal}, window ' \
            f'{settings.window or "off"})'
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done (then act as before); in the main
+    thread only, elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda number, frame: held.append(number))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            raise KeyboardInterrupt
 
 
 def stop_on_sigterm() -> None:

@@ -82,6 +82,10 @@ def test_a_plan_rotates_the_types_and_keeps_the_tasks_of_each_position(tmp_path)
     ({'questionnaire': [{'id': 'q', 'text': 'x', 'points': 1}]}, 'points must be'),
     ({'questionnaire': [{'text': 'x'}]}, 'needs "id" and "text"'),
     ({'colour': 'blue'}, 'unknown key colour'),
+    ({'assistant': {'method': 'cecm', 'particles': 5}}, 'assistant: unknown key particles'),
+    ({'assistant': {'method': 'cecm', 'samples': 'many'}}, 'samples must be a whole number'),
+    ({'web': {'port': 70000}}, 'web: port must be a port number'),
+    ({'web': {'colour': 1}}, 'web: unknown key colour'),
     ({'domain': None}, '"domain" is missing'),
 ])
 def test_a_protocol_mistake_is_named(tmp_path, changes, words):

@@ -70,12 +70,18 @@ class Run:
 
     def wait_for(self, marker: str, timeout_s: float) -> bool:
         """Whether a line of this run holds ``marker`` within ``timeout_s``."""
+        return self.wait_until(
+            lambda: any(marker in line for line in self.lines[self.start:]), timeout_s)
+
+    def wait_until(self, condition, timeout_s: float) -> bool:
+        """Whether ``condition()`` holds within ``timeout_s`` (False once the run ended
+        without it)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if any(marker in line for line in self.lines[self.start:]):
+            if condition():
                 return True
             if self.process.poll() is not None and not self.reader.is_alive():
-                return any(marker in line for line in self.lines[self.start:])
+                return bool(condition())
             time.sleep(0.2)
         return False
 
@@ -91,8 +97,22 @@ class Run:
         return self.process.returncode
 
 
+def _journaled_done(set_dir: Path, index: int) -> bool:
+    """Whether the set's session journal has task ``index`` done."""
+    for path in (set_dir / 'journal').glob('*.jsonl'):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue   # a line being written
+            if record.get('event') == 'done' and record.get('index') == index:
+                return True
+    return False
+
+
 def _node_pids(name: str, params: Path) -> list[int]:
-    """The processes of node ``name`` started with the set's parameters file."""
+    """The processes of node ``name`` (any node: '') started with a parameters file at
+    or under ``params``."""
     found = []
     for entry in Path('/proc').iterdir():
         if not entry.name.isdigit():
@@ -103,8 +123,8 @@ def _node_pids(name: str, params: Path) -> list[int]:
             continue
         words = [c.decode(errors='replace') for c in command]
         # A node is `python3 .../lib/cecm_ros/<name> --ros-args --params-file PARAMS`.
-        if any(word.endswith(f'/cecm_ros/{name}') for word in words[:2]) and \
-                str(params) in words:
+        if any(f'/cecm_ros/{name}' in word for word in words[:2]) and \
+                any(word.startswith(str(params)) for word in words):
             found.append(int(entry.name))
     return found
 
@@ -117,28 +137,40 @@ def study(tmp_path_factory):
     (work / 'protocol.yaml').write_text(PROTOCOL)
     ros = RosDomain()
     lines: list[str] = []
+    runs: list[Run] = []
     try:
         # p02 plays seated first (latin square), then apprentice. Stopped once the first
         # episode of its first set is done.
-        first = Run(work, ros.env, lines)
-        assert first.wait_for('[task 1/2]', scaled(300)), ''.join(lines)
+        set_dir = work / 'studies' / 'workshop-run' / 'p02' / 'set-1-seated'
+        runs.append(Run(work, ros.env, lines))
+        first = runs[-1]
+        # Stopped once the journal has the set's first episode done (its report line
+        # comes a moment before: a stop between the two would run it again).
+        assert first.wait_until(lambda: _journaled_done(set_dir, 0), scaled(300)), \
+            ''.join(lines)
         first.process.send_signal(signal.SIGTERM)
         stopped_code = first.end(scaled(60))
         # Again: the set goes on at its second episode; its panel and estimator are
         # killed while it runs (respawned), and the study still ends.
-        second = Run(work, ros.env, lines)
+        runs.append(Run(work, ros.env, lines))
+        second = runs[-1]
         killed = []
-        set_dir = work / 'studies' / 'workshop-run' / 'p02' / 'set-1-seated'
         assert second.wait_for('Play the partner', scaled(180)), ''.join(lines)
         for node in ('web_panel', 'capability_estimator'):
             for pid in _node_pids(node, set_dir / 'params.yaml'):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(node)
-        second.wait_for('every set done', scaled(600))
+        assert second.wait_for('every set done', scaled(600)), ''.join(lines)[-4000:]
         code = second.end(scaled(60))
         return {'work': work, 'log': ''.join(lines), 'stopped_code': stopped_code,
                 'code': code, 'killed': killed}
     finally:
+        for run in runs:   # a run left by a failed assertion, and its node processes
+            if run.process.poll() is None:
+                os.killpg(run.process.pid, signal.SIGKILL)
+                run.process.wait(10)
+        for node in _node_pids('', work / 'studies'):
+            os.kill(node, signal.SIGKILL)
         ros.release()
 
 
