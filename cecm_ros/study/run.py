@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
 import signal
 import socket
@@ -148,17 +149,25 @@ def demo_arguments(run: StudyRun, study_set: StudySet, set_dir: Path, recording:
     from cecm_ros.tools.cli import build_parser
 
     assistant = run.protocol.assistant
-    argv = ['demo', '--domain', run.protocol.domain, '--partner', study_set.partner_type,
-            '--play', '--web-port', str(run.panel_port), '--web-token', token,
-            '--tasks', str(len(study_set.tasks)), '--method', str(assistant['method']),
-            '--task-choice', 'given', '--out', str(set_dir), '--record', str(recording)]
+    # OPTION=VALUE throughout: a value may begin with '-' (a random token can).
+    argv = ['demo', f'--domain={run.protocol.domain}', f'--partner={study_set.partner_type}',
+            '--play', f'--web-port={run.panel_port}', f'--web-token={token}',
+            f'--tasks={len(study_set.tasks)}', f'--method={assistant["method"]}',
+            '--task-choice=given', f'--out={set_dir}', f'--record={recording}']
     for key, option in ASSISTANT_OPTIONS.items():
         if key in assistant:
-            argv += [option, str(assistant[key])]
+            argv.append(f'{option}={assistant[key]}')
     window = run.protocol.web.get('correction_window_s')
     if window is not None:
-        argv += ['--correction-window', str(window)]
-    return build_parser().parse_args(argv)
+        argv.append(f'--correction-window={window}')
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return build_parser().parse_args(argv)
+    except SystemExit:
+        message = errors.getvalue().strip().splitlines()
+        raise ConfigError(f'{run.protocol.path}: the assistant\'s settings are not valid: '
+                          f'{message[-1] if message else argv}') from None
 
 
 def run_set(run: StudyRun, study_set: StudySet, token: str) -> int:

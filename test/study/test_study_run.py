@@ -56,7 +56,7 @@ class Run:
         self.process = subprocess.Popen(
             [CECM, 'study', 'run', str(work / 'protocol.yaml'), '--participant', 'p02',
              '--scripted', 'noisy:0.3', '--scripted-seed', '4', '--out',
-             str(work / 'studies')],
+             str(work / 'studies'), '--token=-a-token-may-begin-with-a-dash'],
             env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             stdin=subprocess.DEVNULL, start_new_session=True)
         self.start = len(lines)
@@ -80,7 +80,9 @@ class Run:
         while time.monotonic() < deadline:
             if condition():
                 return True
-            if self.process.poll() is not None and not self.reader.is_alive():
+            if self.process.poll() is not None:
+                # Ended (a browser it left may hold the pipe open: do not wait for EOF).
+                self.reader.join(2)
                 return bool(condition())
             time.sleep(0.2)
         return False
