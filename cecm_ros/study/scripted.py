@@ -233,11 +233,7 @@ class ScriptedParticipant:
         state = self.domain.state_from_wire(view['facts'], view['features'])
         while human.step < view['step']:   # the steps taken since its last decision
             human.advance()
-        # Off its plan, or at the end of a plan that stopped short of the goal (a search
-        # cut off at its horizon): plan again from the world's state.
-        ended_short = human.finished and human.task is not None and \
-            not self.domain.goal_reached(human.task, state)
-        if not human.expects(state) or ended_short:
+        if not human.expects(state):
             try:
                 human.replan(state)
             except CecmError:
