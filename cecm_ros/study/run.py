@@ -36,12 +36,11 @@ from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.study.pages import Screen, StudyPages
 from cecm_ros.study.progress import Progress
-from cecm_ros.study.protocol import Protocol, StudySet, load_protocol
+from cecm_ros.study.protocol import ASSISTANT_KEYS, Protocol, StudySet, load_protocol
 from cecm_ros.tools.demo_graph import DemoError
 
-# Assistant keys of a protocol that become `cecm demo` options (the estimator's).
-ASSISTANT_OPTIONS = {'samples': '--samples', 'inference': '--inference',
-                     'likelihood': '--likelihood', 'prior': '--prior', 'seed': '--seed'}
+# The assistant keys a protocol may give, as `cecm demo` options (--samples, ...).
+ASSISTANT_OPTIONS = {key: f'--{key}' for key in ASSISTANT_KEYS}
 WAIT_FOR_PERSON_S = None   # a participant may take as long as they like on a page
 
 
