@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -377,7 +378,9 @@ def test_a_task_manager_deactivated_while_it_plans_the_heldout_pool_loses_nothin
         # resumes the session from the journal; else the reactivated node resumes it.
         stopped = text.index('[task_manager]: inactive')
         assert 'planned under the true capabilities' not in text[:stopped], text[-3000:]
-        assert 'task-0-1 interrupted (the task manager stopped during it)' in text, \
-            text[-3000:]
+        # The deactivation lands in the task that runs then: task 1 on an idle machine, a
+        # later one where task 1 ended first (the pool is planned beside it).
+        assert re.search(r'task-0-\d+ interrupted \(the task manager stopped during it\)',
+                         text), text[-3000:]
     finally:
         session.close()
