@@ -51,14 +51,16 @@ PANEL_VIEW = """() => {
   }
   const team = s.teamTask === play.task_id && s.teamStates ? s.teamStates.get(play.step) : null;
   if (!team || !s.task || s.task.task_id !== play.task_id) return null;
-  const open = session.open && session.open.task_id === play.task_id &&
-    session.open.step === play.step && !session.open.answer &&
-    !session.open.window_closed ? session.open : null;
+  const shown = session.open && session.open.task_id === play.task_id &&
+    session.open.step === play.step ? session.open : null;
+  const open = shown && !shown.answer && !shown.window_closed ? shown : null;
   const robot = open ? open.actions.filter((a) => a !== 'noop' && a !== open.intended_action)
     : [];
   return {task_id: play.task_id, attempt: play.attempt, step: play.step,
           offered: play.actions.map((e) => [e.action, e.key]),
           intent: open ? open.intended_action : null, alternatives: robot,
+          window: shown ? (shown.answer ? 'answered' : shown.window_closed ? 'closed' : 'open')
+            : null,
           initial: s.task.initial_propositions, goal: s.task.goal_propositions,
           facts: team.true_propositions, features: Array.from(team.state_features || [])};
 }"""
@@ -247,8 +249,10 @@ class ScriptedParticipant:
             correction = human.review_intent(view['intent'])
             if correction is not None and not self._correct(panel, view, correction.corrected):
                 return   # not taken (yet): the step is read again from the panel
-        elif not self._intent_still_missing(panel, view):
+        elif view['window'] is None and not self._intent_still_missing(panel, view):
             return       # the intent came meanwhile: decide with it
+        # (A window answered already, or closed - its intent heard again while the world
+        # waits for the partner - leaves the robot's step decided: only its own key.)
         panel.keyboard.press(keys[own])
         self.steps_played += 1
         # The simulated partner moves past this step when the panel shows the next one
@@ -268,8 +272,9 @@ class ScriptedParticipant:
     def _intent_still_missing(self, panel, view: dict) -> bool:
         """Whether the step's intent is still not shown (choosing then agrees to
         nothing); False when it came since ``view`` was read."""
-        return bool(panel.evaluate("""(step) => { const p = window.cecmPanel.state.session;
-          return !p || !p.open || p.open.step !== step; }""", view['step']))
+        return bool(panel.evaluate("""(key) => { const p = window.cecmPanel.state.session;
+          return !p || !p.open || p.open.task_id !== key[0] || p.open.step !== key[1]; }""",
+                                   [view['task_id'], view['step']]))
 
     def _correct(self, panel, view: dict, wanted: str) -> bool:
         """Tell the robot to do ``wanted`` instead of its intent (W: wait); whether the
