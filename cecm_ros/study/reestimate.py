@@ -13,6 +13,7 @@ the planner's plan under the assigned vector. Written as JSON, markdown and plot
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import math
@@ -96,18 +97,78 @@ def set_seed(seed: int, participant: str, set_index: int) -> int:
 
 
 # ----------------------------------------------------------------------- section 5.3
+class SetResults:
+    """Each set's rows on disk (``OUT/sets/``), under a key of everything they depend on:
+    a long re-estimation that stops loses no finished set, and a dataset that grows
+    (participants added) re-estimates only its new sets. Kept only where the planner
+    has a plan-store scope (the digest of the domain's files and its settings)."""
+
+    def __init__(self, folder: Path, planner: Planner):
+        self.folder = folder
+        self.scope = str(getattr(planner, 'store_scope', '') or '')
+
+    def key(self, spec: MethodSpec, seed: int, episodes: Sequence[Any]) -> str | None:
+        if not self.scope:
+            return None
+        text = json.dumps([RESULT_FORMAT, self.scope, spec.name, spec.method,
+                           asdict(spec.settings), spec.set_diversity, seed,
+                           [episode.to_json() for episode in episodes]],
+                          sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, spec: MethodSpec, participant: str, set_index: int) -> Path:
+        return self.folder / f'{spec.name}-{participant}-set{set_index}.json'
+
+    def load(self, spec: MethodSpec, participant: str, set_index: int,
+             key: str | None) -> list[dict] | None:
+        if key is None:
+            return None
+        try:
+            kept = json.loads(self._path(spec, participant, set_index).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(kept, dict) or kept.get('key') != key or \
+                not isinstance(kept.get('rows'), list):
+            return None
+        return kept['rows']
+
+    def save(self, spec: MethodSpec, participant: str, set_index: int, key: str | None,
+             rows: list[dict]) -> None:
+        if key is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(self._path(spec, participant, set_index),
+                             json.dumps(_plain({'key': key, 'rows': rows})))
+        except OSError as error:
+            raise ConfigError(f'cannot write the results to {self.folder}: {error}') from None
+
+
 def reestimate(dataset: Dataset, domain: Domain, planner: Planner, spec: MethodSpec,
-               seed: int, progress: Callable[[str], None] | None = None) -> list[dict]:
-    """One row per episode: the update of the set's estimator on it."""
+               seed: int, progress: Callable[[str], None] | None = None,
+               kept: SetResults | None = None) -> list[dict]:
+    """One row per episode: the update of the set's estimator on it (``kept``: sets
+    re-estimated before with the same settings and episodes are read, not redone)."""
     if dataset.decoded is None:
         raise ConfigError('the dataset was loaded without its domain')
     evaluator = evaluator_for(spec.method, planner, spec.set_diversity)
     active = ~domain.inert_mask
-    rows = []
+    rows: list[dict] = []
     for group in dataset.sets():
         first = dataset.episodes[group.positions[0]]
         truth = dataset.decoded[group.positions[0]].truth
         chosen = set_seed(seed, group.participant, group.set_index)
+        key = None if kept is None else \
+            kept.key(spec, chosen, [dataset.episodes[i] for i in group.positions])
+        found = None if kept is None else \
+            kept.load(spec, group.participant, group.set_index, key)
+        if kept is not None and found is not None:
+            rows += found
+            if progress is not None:
+                progress(f'{spec.label}: {group.participant} set {group.set_index} '
+                         f'({first.type_name}): read from {kept.folder} (done before)')
+            continue
+        start = len(rows)
         estimator = make_estimator(spec.method, domain, evaluator, spec.settings, chosen)
         for position, index in enumerate(group.positions, 1):
             episode, decoded = dataset.episodes[index], dataset.decoded[index]
@@ -127,6 +188,8 @@ def reestimate(dataset: Dataset, domain: Domain, planner: Planner, spec: MethodS
                 'hamming_active': metrics.hamming(estimate, truth, active),
                 'estimate': ''.join('1' if b else '0' for b in estimate),
                 'message': update.message})
+        if kept is not None:
+            kept.save(spec, group.participant, group.set_index, key, rows[start:])
         if progress is not None:
             last = rows[-1]
             progress(f'{spec.label}: {group.participant} set {group.set_index} '
@@ -385,9 +448,10 @@ def run(path: str | Path, domain: Domain, planner: Planner, specs: Sequence[Meth
         say(f'[cecm] note: in {moved} episodes the observed start is not the task\'s '
             'initial state; the estimator is given the task from the observed start')
     rows = []
+    kept = SetResults(Path(out).expanduser() / 'sets', planner)
     for spec in specs:
         say(f'[cecm] {spec.label}: {describe(spec, domain)}')
-        rows += reestimate(dataset, domain, planner, spec, seed, say)
+        rows += reestimate(dataset, domain, planner, spec, seed, say, kept)
     result: dict[str, Any] = {
         'format': RESULT_FORMAT, 'dataset': str(path), 'domain': domain.name,
         'command': command, 'seed': seed, 'episodes': len(dataset.episodes),

@@ -167,3 +167,30 @@ def test_a_malformed_dataset_stops_the_command_naming_its_line(tmp_path, capsys)
     assert err.startswith(f'cecm: error: {tmp_path / "p01.jsonl"} line 1: the episode: '
                           'missing field'), err
     assert not (tmp_path / 'out').exists()
+
+
+def test_sets_done_before_are_read_and_a_changed_set_is_done_again(study, tmp_path, capsys):
+    """OUT/sets keeps each set's rows under a key of its settings and episodes: the same
+    command again reads every set; a set whose episodes changed is re-estimated, alone."""
+    assert study['codes'][1] == 0
+    before = json.loads((study['out'] / 'reestimate.json').read_text())
+    args = ['--method', 'paper,cecm_div,posterior', '--samples', str(SAMPLES), '--seed', '3',
+            '--jobs', '1', '--out', str(study['out'])]
+    code, out, _ = _run(capsys, 'estimate', '--from-dataset', str(study['dataset']), *args)
+    assert code == 0
+    assert out.count('(done before)') == 3 * PARTICIPANTS * len(TYPES), out
+    again = json.loads((study['out'] / 'reestimate.json').read_text())
+    assert again['rows'] == before['rows'] and again['table'] == before['table']
+
+    # p02 without its last episode: its last set alone changes.
+    changed = tmp_path / 'dataset'
+    changed.mkdir()
+    (changed / 'p01.jsonl').write_text((study['dataset'] / 'p01.jsonl').read_text())
+    lines = (study['dataset'] / 'p02.jsonl').read_text().splitlines(keepends=True)
+    (changed / 'p02.jsonl').write_text(''.join(lines[:-1]))
+    code, out, _ = _run(capsys, 'estimate', '--from-dataset', str(changed), *args)
+    assert code == 0
+    redone = [line for line in out.splitlines()
+              if ': p0' in line and 'Hamming' in line and 'done before' not in line]
+    assert len(redone) == 3 and all(f'p02 set {len(TYPES)}' in line for line in redone), out
+    assert out.count('(done before)') == 3 * (PARTICIPANTS * len(TYPES) - 1), out
