@@ -217,6 +217,39 @@ def paper_table(rows: list[dict], specs: Sequence[MethodSpec]) -> list[dict]:
     return table
 
 
+def final_table(rows: list[dict], specs: Sequence[MethodSpec],
+                reference: str = 'paper') -> list[dict]:
+    """Per type and method, the Hamming distance after each set's last episode (sets
+    that lost tasks end earlier than the protocol's last position), and, where the
+    ``reference`` method ran too, the paired difference from it over the same sets and
+    how many sets each side won."""
+    labels = {spec.name: spec.label for spec in specs}
+    last: dict[tuple[str, str, int], dict] = {}
+    for row in rows:
+        key = (row['method'], row['participant'], row['set'])
+        if key not in last or row['task'] > last[key]['task']:
+            last[key] = row
+    table = []
+    for kind in dict.fromkeys(row['type'] for row in rows):
+        sets = sorted({(p, i) for (m, p, i), r in last.items() if r['type'] == kind})
+        for spec in specs:
+            mine = [last[(spec.name, p, i)]['hamming'] for p, i in sets
+                    if (spec.name, p, i) in last]
+            entry: dict[str, Any] = {'type': kind, 'method': spec.name,
+                                     'label': labels[spec.name], 'sets': len(mine),
+                                     'hamming': mean_ci95(mine)}
+            pairs = [(last[(spec.name, p, i)]['hamming'], last[(reference, p, i)]['hamming'])
+                     for p, i in sets if (spec.name, p, i) in last and (reference, p, i) in last]
+            if spec.name != reference and pairs:
+                entry['versus'] = {'method': reference, 'label': labels.get(reference, reference),
+                                   'difference': mean_ci95([a - b for a, b in pairs]),
+                                   'lower': sum(a < b for a, b in pairs),
+                                   'equal': sum(a == b for a, b in pairs),
+                                   'higher': sum(a > b for a, b in pairs)}
+            table.append(entry)
+    return table
+
+
 # ------------------------------------------------------------------------ appendix E
 def _groups(dataset: Dataset) -> dict[tuple[str, str], list[int]]:
     """Episodes by (type, task id), in the dataset's order."""
@@ -325,6 +358,21 @@ def markdown(result: dict) -> str:
         lines.append(f'| {row["type"]} | {row["label"]} | {row["task"]} | {row["sets"]} | '
                      f'{_interval(row["accepted_samples"], 1)} | '
                      f'{_interval(row["hamming"], 2)} |')
+    lines += ['', "## Hamming distance after each set's last episode", '',
+              'Mean over the sets of each type with a 95% Student-t interval; a set whose '
+              'later tasks were left out of the dataset ends earlier. Against '
+              'another method: the paired difference over the same sets (negative: '
+              'closer to the assigned vector) and the sets where it ended lower, equal '
+              'or higher.', '',
+              '| type | method | sets | Hamming | difference | lower / equal / higher |',
+              '|---|---|---|---|---|---|']
+    for row in result.get('final', []):
+        versus = row.get('versus')
+        lines.append(f'| {row["type"]} | {row["label"]} | {row["sets"]} | '
+                     f'{_interval(row["hamming"], 2)} | ' +
+                     (f'{_interval(versus["difference"], 2)} against {versus["label"]} | '
+                      f'{versus["lower"]} / {versus["equal"]} / {versus["higher"]} |'
+                      if versus else '- | - |'))
     lines += ['', '## Trajectory diversity per task (appendix E)', '',
               'NDM as the paper prints it, 1/N sum_i sum_(j != i) ||tau_i - tau_j|| / D_max '
               '(it grows with N), and the same sum over the N (N - 1) ordered pairs (in '
@@ -462,7 +510,7 @@ def run(path: str | Path, domain: Domain, planner: Planner, specs: Sequence[Meth
                      'description': describe(s, domain),
                      'settings': asdict(s.settings),
                      'set_diversity': s.set_diversity} for s in specs],
-        'rows': rows, 'table': paper_table(rows, specs),
+        'rows': rows, 'table': paper_table(rows, specs), 'final': final_table(rows, specs),
         'diversity': diversity(dataset, domain),
         'distances': planner_distances(dataset, domain, planner)}
     out = Path(out).expanduser()
@@ -474,12 +522,9 @@ def run(path: str | Path, domain: Domain, planner: Planner, specs: Sequence[Meth
         plots = plot(result, out / 'plots')
     except OSError as error:
         raise ConfigError(f'cannot write the results to {out}: {error}') from None
-    for row in result['table']:
-        if row['task'] == max(r['task'] for r in result['table']
-                              if (r['type'], r['method']) == (row['type'], row['method'])):
-            say(f'  {row["type"]:<16} {row["label"]:<28} task {row["task"]} ({row["sets"]} '
-                f'sets): accepted {_interval(row["accepted_samples"], 1)}, Hamming '
-                f'{_interval(row["hamming"], 2)}')
+    for row in result['final']:
+        say(f'  {row["type"]:<16} {row["label"]:<28} after the last episode ({row["sets"]} '
+            f'sets): Hamming {_interval(row["hamming"], 2)}')
     say(f'results: {out / "reestimate.json"}, {out / "report.md"}')
     say(f'plots: {", ".join(str(p) for p in plots)}')
     return result

@@ -95,9 +95,31 @@ def test_the_reestimation_table_has_every_type_method_and_task(study):
         assert all(0 <= r['accepted_samples'] <= SAMPLES * r['task'] for r in rows)
     report = (study['out'] / 'report.md').read_text()
     assert '| type | method | task | sets | accepted samples | Hamming |' in report
-    assert report.count('| low_capability | CE-CM-Div (Algorithm 2) |') == TASKS
+    assert report.count('| low_capability | CE-CM-Div (Algorithm 2) |') == TASKS + 1  # + final
     for name in ('accepted_samples', 'hamming', 'diversity', 'distance'):
         assert (study['out'] / 'plots' / f'{name}.png').stat().st_size > 1000
+
+
+def test_the_final_table_pairs_each_method_with_algorithm_1_over_the_same_sets(study):
+    result = json.loads((study['out'] / 'reestimate.json').read_text())
+    final = {(row['type'], row['method']): row for row in result['final']}
+    assert sorted(final) == sorted((t, m) for t in TYPES
+                                   for m in ('paper', 'cecm_div', 'posterior'))
+    for (kind, method), row in final.items():
+        last = [r['hamming'] for r in result['rows']
+                if (r['type'], r['method'], r['task']) == (kind, method, TASKS)]
+        assert row['sets'] == len(last) == PARTICIPANTS
+        assert row['hamming']['mean'] == pytest.approx(np.mean(last))
+        if method == 'paper':
+            assert 'versus' not in row
+            continue
+        versus = row['versus']
+        reference = [r['hamming'] for r in result['rows']
+                     if (r['type'], r['method'], r['task']) == (kind, 'paper', TASKS)]
+        assert versus['difference']['mean'] == pytest.approx(np.mean(last) - np.mean(reference))
+        assert versus['lower'] + versus['equal'] + versus['higher'] == PARTICIPANTS
+    report = (study['out'] / 'report.md').read_text()
+    assert "## Hamming distance after each set's last episode" in report
 
 
 def test_hamming_is_against_the_assigned_vector_of_the_set(study, model):
