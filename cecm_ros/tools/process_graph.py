@@ -24,8 +24,17 @@ class ProcessGraph:
 
     def __init__(self, env: dict[str, str], log_dir: Path, respawn: bool = False,
                  respawn_delay_s: float = 1.0,
-                 report: Callable[[str], None] | None = None):
+                 report: Callable[[str], None] | None = None,
+                 crash_loop_s: float = 10.0, crash_loop_limit: int = 5):
         self.env = env
+        # A process that ends this many times in a row, each within crash_loop_s of its
+        # start, is not respawned again: it fails at start-up (a wrong parameter, say),
+        # and respawning it for ever would only bury its error in the logs.
+        self.crash_loop_s = crash_loop_s
+        self.crash_loop_limit = crash_loop_limit
+        self.quick_exits: dict[str, int] = {}
+        self.given_up: set[str] = set()
+        self._started: dict[str, float] = {}
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.respawn = respawn
@@ -74,6 +83,7 @@ class ProcessGraph:
             stdout=subprocess.PIPE if stream else log, stderr=subprocess.STDOUT,
             text=True, bufsize=1, start_new_session=True)
         self.processes[name] = process
+        self._started[name] = time.monotonic()
         if stream:
             threading.Thread(target=self._pump, args=(name, process, log),
                              daemon=True).start()
@@ -82,7 +92,23 @@ class ProcessGraph:
         """A process that ends with an error while the graph runs comes back; one that
         finished (exit code 0) does not."""
         return (self.respawn and code != 0 and code not in self.final_codes.get(name, ())
-                and self.respawns.get(name, -1) >= 0 and not self._stopping.is_set())
+                and self.respawns.get(name, -1) >= 0 and name not in self.given_up
+                and not self._stopping.is_set())
+
+    def _crash_looping(self, name: str, code: int) -> bool:
+        """Count a quick exit of ``name``; True (and given up) at the limit's."""
+        life = time.monotonic() - self._started.get(name, 0.0)
+        quick = self.quick_exits.get(name, 0) + 1 if life < self.crash_loop_s else 0
+        self.quick_exits[name] = quick
+        if quick < self.crash_loop_limit:
+            return False
+        self.given_up.add(name)
+        self._logs[name].write(f'[process_graph] exited with code {code} {quick} times in a '
+                               f'row, each within {self.crash_loop_s:g} s of its start; not '
+                               'respawned again\n')
+        if self.commands[name][1]:
+            self.lines.put((name, None))
+        return True
 
     def _pump(self, name: str, process: subprocess.Popen, log) -> None:
         for line in process.stdout:
@@ -102,6 +128,12 @@ class ProcessGraph:
                     return
                 with self._lock:
                     if self._stopping.is_set() or self.processes[name].poll() is None:
+                        continue
+                    if self._crash_looping(name, code):
+                        self.report(f'{name} exited (code {code}) {self.quick_exits[name]} '
+                                    f'times in a row within {self.crash_loop_s:g} s of its '
+                                    f'start; not respawned again (its log: '
+                                    f'{self.log_dir / name}.log)')
                         continue
                     self.respawns[name] += 1
                     self._logs[name].write(f'[process_graph] exited with code {code}; '
