@@ -309,8 +309,9 @@ class SimulatedHumanNode(CecmNode):
         with self.locked():
             key = (msg.task_id, attempt, msg.step)
             if key in self.choices:
-                self.get_logger().info(f'step {msg.step}: the person already chose '
-                                       f'{self.choices[key]}; {action} ignored')
+                if self.choices[key] != action:   # (the same again: a panel's resend)
+                    self.get_logger().info(f'step {msg.step}: the person already chose '
+                                           f'{self.choices[key]}; {action} ignored')
                 return
             self.choices[key] = action
             while len(self.choices) > CHOICES_KEPT:

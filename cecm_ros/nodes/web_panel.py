@@ -204,6 +204,7 @@ class WebPanel(CecmNode):
             Correction, self.param('correction_topic'), QOS_EVENTS)
         entities = [self.correction_pub]
         self.choice_pub = None
+        self._last_choice = None   # the last choice published: sent again on request
         if play:
             self.choice_pub = self.create_lifecycle_publisher(
                 PartnerChoice, self.param('choice_topic'), QOS_EVENTS)
@@ -315,7 +316,21 @@ class WebPanel(CecmNode):
             relay.received(key, msg, body, render)
             if key == 'intent' and relay.session.window_s is None:
                 self._ask_window()
+            if key == 'intent' and msg.repeated:
+                self._resend_choice(msg)
         return on_message
+
+    def _resend_choice(self, intent) -> None:
+        """The intent of a step announced again means the world still waits for that
+        step: a choice published for it may have gone before the partner node's
+        subscription was matched (a volatile message is then lost), so it goes again
+        (the partner node takes the first copy and ignores the others)."""
+        kept = self._last_choice
+        if kept is None or self.choice_pub is None or \
+                (kept.task_id, kept.attempt, kept.step) != \
+                (intent.task_id, intent.attempt, intent.step):
+            return
+        self.choice_pub.publish(kept)
 
     def _render_body(self, msg: TeamState) -> str:
         """A team state's drawing data, as the domain's panel view gives it, or why
@@ -350,12 +365,15 @@ class WebPanel(CecmNode):
         msg.header.stamp = self.stamp()
         msg.sender = self.relay.session.sender
         self.choice_pub.publish(msg)
+        self._last_choice = msg
 
     def choice_listeners(self) -> int:
-        """Subscribers of the choices besides this panel's own relay (the partner node)."""
+        """Subscriptions matched with the choices' publisher besides this panel's own
+        relay (the partner node). Matched, not merely in the graph: a subscription
+        the graph lists before DDS matched it would lose the choice."""
         if self.choice_pub is None:
             return 0
-        return max(0, self.count_subscribers(self.choice_pub.topic_name) - 1)
+        return max(0, self.choice_pub.get_subscription_count() - 1)
 
     def service_type(self, name: str) -> type:
         entry = self.bridged.get(name)
