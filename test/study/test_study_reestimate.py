@@ -216,3 +216,20 @@ def test_sets_done_before_are_read_and_a_changed_set_is_done_again(study, tmp_pa
               if ': p0' in line and 'Hamming' in line and 'done before' not in line]
     assert len(redone) == 3 and all(f'p02 set {len(TYPES)}' in line for line in redone), out
     assert out.count('(done before)') == 3 * (PARTICIPANTS * len(TYPES) - 1), out
+
+
+def test_the_shipped_scripted_study_loads_and_matches_its_report():
+    """docs/study.md's table rests on this dataset and this report (made from it)."""
+    from pathlib import Path
+
+    from cecm_ros.domains import load_domain
+
+    folder = Path(__file__).resolve().parents[2] / 'docs' / 'results' / 'study' / \
+        'overcooked_scripted'
+    dataset = load_dataset(folder / 'dataset', load_domain('overcooked'))
+    result = json.loads((folder / 'estimate' / 'reestimate.json').read_text())
+    assert len(dataset.episodes) == result['episodes'] == 185
+    assert len(dataset.sets()) == result['sets'] == 45
+    assert dataset.participants == result['participants']
+    keys = {(r['participant'], r['set'], r['episode']) for r in result['rows']}
+    assert keys == {(e.participant, e.set_index, e.episode_index) for e in dataset.episodes}
