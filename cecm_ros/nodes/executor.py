@@ -354,17 +354,12 @@ class Executor(CecmNode):
         plan = self._plan(task, state, partner_id)
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
+        # Polled (_wait_ready): a subscription that DDS matches notifies nobody here, and
+        # a notified wait held the first intent for the whole window when the last
+        # listener matched a moment after the task started.
         listeners = max(1, self.param('intent_subscribers'))
-
-        def heard() -> bool:
-            return self.intent_pub.get_subscription_count() >= listeners
-
-        # Polled: a subscription that DDS matches notifies nobody here (waiting for a
-        # notification held the first intent for the whole window when the last
-        # listener matched a moment after the task started).
-        deadline = time.monotonic() + self.window
-        while not heard() and deadline - time.monotonic() > 0:
-            self.wait_until(heard, min(LISTENER_POLL_S, deadline - time.monotonic()))
+        self._wait_ready(lambda: self.intent_pub.get_subscription_count() >= listeners,
+                         self.window)
         self._count_listeners(f'task {task.task_id}')
         index = corrections = decisions = 0
         step = 0
