@@ -229,6 +229,19 @@ class CecmNode(DomainParameters, PeerCalls, DeclaredParameters, LifecycleNode):
         self.request_stop()
         self._safe_teardown()
 
+    def destroy_node(self) -> None:
+        """rclpy's LifecycleNode.destroy_node leaves the lifecycle state machine, which
+        holds the node handle: the DDS participant then outlived the node, and the
+        process's fast exit (process.leave) left its Fast DDS shared-memory ports in
+        /dev/shm. The next participant on the machine takes such a port over, and that
+        takeover can leave it deaf to some of its peers' endpoints (a world's action
+        server never discovered, seen in CI). Destroying the machine too ends the
+        participant, which removes its ports and tells its peers it left."""
+        super().destroy_node()
+        machine = getattr(self, '_state_machine', None)   # rclpy's, private
+        if machine is not None:
+            machine.destroy_when_not_in_use()
+
     # -------------------------------------------------------------------- waiting
     def notify(self) -> None:
         with self._condition:

@@ -248,8 +248,22 @@ class PeerCalls:
             self.wait_until(lambda: False, 0.1)
             missing = [name for name, ready in peers if not ready()]
         if missing:
+            listed = [name for name in missing if self._listed_in_graph(name)]
+            note = (f' ({", ".join(listed)} listed in the ROS graph, yet not matched by '
+                    "this node's DDS participant)" if listed else '')
             raise PeerUnavailableError(f'waited {wait_s:g} s for {", ".join(missing)}; not '
-                                       'available yet')
+                                       f'available yet{note}')
+
+    def _listed_in_graph(self, name: str) -> bool:
+        """Whether a service, or an action's goal service, of that name is in the graph:
+        a peer listed there that a client still does not see points at discovery on this
+        machine (Fast DDS shared memory), not at a peer that is missing."""
+        try:
+            full = self.resolve_service_name(name)
+            services = {service for service, _ in self.get_service_names_and_types()}
+        except Exception:  # noqa: BLE001 - a diagnosis only
+            return False
+        return full in services or f'{full}/_action/send_goal' in services
 
     def _wait_ready(self, ready: Callable[[], bool], wait_s: float) -> bool:
         """Discovery has no event to wait on in rclpy: re-check a few times a second."""

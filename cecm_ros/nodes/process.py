@@ -16,6 +16,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from cecm_ros.tools.ros_domain_ids import remove_own_shared_memory
+
 if TYPE_CHECKING:
     from cecm_ros.nodes.common import CecmNode
 
@@ -150,6 +152,7 @@ def _exit_if_stuck(code: int = 0) -> None:
         time.sleep(EXIT_GRACE_S)
         print(f'[WARN] shutdown did not finish within {EXIT_GRACE_S:g} s; exiting',
               flush=True)
+        remove_own_shared_memory()
         os._exit(code)
     threading.Thread(target=watchdog, name='exit-watchdog', daemon=True).start()
 
@@ -165,6 +168,9 @@ def leave(code: int) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()
+    # A participant still held by a callback that did not return is never deleted, and
+    # its shared-memory ports would outlive the process as zombies (ros_domain_ids).
+    remove_own_shared_memory()
     os._exit(code)
     return code  # not reached
 

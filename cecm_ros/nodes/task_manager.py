@@ -487,8 +487,14 @@ class TaskManager(CecmNode):
 
     @_port
     def wait_graph_active(self, label: str) -> None:
-        if not self.param('graph_status_topic') or self._graph_view() is None:
-            return   # no lifecycle manager to say so (none heard): go on at once
+        topic = self.param('graph_status_topic')
+        if not topic:
+            return
+        if self._graph_view() is None and not self.count_publishers(topic):
+            return   # no lifecycle manager to say so: go on at once
+        # A manager that activated this node publishes its status latched, but DDS may
+        # deliver it a moment after the session starts; a run begun without it would be
+        # taken as disturbed when it comes (graph_changed with no mark), and run again.
         timeout = self.param('recovery_timeout_s')
         def active() -> bool:
             graph = self._graph_view()

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cecm_ros.tools.ros_domain_ids import remove_stale_shared_memory
+
 
 class ProcessGraph:
     """Named processes, each logging into ``log_dir/<name>.log`` (all lives appended)."""
@@ -138,9 +140,20 @@ class ProcessGraph:
                     self.respawns[name] += 1
                     self._logs[name].write(f'[process_graph] exited with code {code}; '
                                            f'respawn {self.respawns[name]}\n')
+                    self._remove_dead_shared_memory()
                     self._launch(name)
                 self.report(f'{name} exited (code {code}); respawned it '
                             f'({self.respawns[name]} so far)')
+
+    def _remove_dead_shared_memory(self) -> None:
+        """A process that died (SIGKILL, a crash) left its Fast DDS shared-memory ports;
+        the new one would take such a port over, and may then never discover some of
+        its peers (ros_domain_ids explains the defect). Remove them first."""
+        try:
+            domain_id = int(self.env.get('ROS_DOMAIN_ID', '0') or 0)
+        except ValueError:
+            return
+        remove_stale_shared_memory(domain_id)
 
     # ---------------------------------------------------------------- queries
     def alive(self, name: str) -> bool:

@@ -7,12 +7,16 @@ ephemeral ones.
 
 Each reservation of a process starts after the id it took last, so the graphs one test
 run starts one after another do not reuse a domain while it lasts. And before an id is
-handed out, the Fast DDS shared-memory files left in that domain by processes that died
-without closing them (the fault tests kill nodes with SIGKILL) are removed: Fast DDS
-(3.2 here) takes such a "zombie" port over when a new participant gets its number, and
-that takeover can leave a participant deaf to some of its peers (a graph whose partner
-never discovered one of the world's action servers was seen in CI after a fault test in
-the same domain; eProsima/Fast-DDS pull request 4728 describes the takeover's defect).
+handed out, the Fast DDS shared-memory files left by processes that died without
+closing them (the fault tests kill nodes with SIGKILL) are removed: Fast DDS (3.2 here)
+takes such a "zombie" port over when a new participant gets its number, and that
+takeover can leave a participant deaf to some of its peers (a graph whose partner never
+discovered one of the world's action servers was seen in CI; eProsima/Fast-DDS pull
+request 4728 describes the takeover's defect). Those are the domain's own ports and the
+discovery ports below every domain's range: with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST,
+rmw_fastrtps numbers each participant's discovery (metatraffic) port from 7000 up,
+whatever its domain, so a node killed in one domain leaves a port that a participant of
+any other domain takes over next.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ LOWEST, HIGHEST = 1, 101
 # which Fast DDS's shared-memory ports are numbered after).
 PORT_BASE, PORTS_PER_DOMAIN = 7400, 250
 SHARED_MEMORY = Path('/dev/shm')
-# A file younger than this may belong to a participant being created: left alone.
-STALE_AFTER_S = 10.0
+# A file younger than this may belong to a participant being created (not yet mapped
+# nor locked, which takes Fast DDS milliseconds): left alone. A process killed a moment
+# ago has already lost its mappings and locks, so a short margin does.
+STALE_AFTER_S = 2.0
 
 _last_taken: int | None = None
 
@@ -77,8 +83,9 @@ def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST) -> DomainRes
 
 def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
                                stale_after_s: float = STALE_AFTER_S) -> list[str]:
-    """Remove the Fast DDS shared-memory ports of ``domain_id`` that no live process
-    holds, and the participants' segments that none holds; the names removed.
+    """Remove the Fast DDS shared-memory ports of ``domain_id`` and the shared discovery
+    ports below every domain's range that no live process holds, and the participants'
+    segments that none holds; the names removed.
 
     A file is stale when no process has it mapped and its owner's exclusive ``flock`` on
     the ``_el`` file beside it is gone (the kernel drops both when a process dies).
@@ -97,7 +104,8 @@ def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
             continue
         if name.startswith('fastdds_port'):
             number = name[len('fastdds_port'):]
-            if not number.isdigit() or int(number) not in ports:
+            if not number.isdigit() or not (int(number) in ports
+                                            or int(number) < PORT_BASE):
                 continue
             companions = [folder / f'sem.{name}_mutex']
         else:
@@ -109,6 +117,52 @@ def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
                 continue
             for stale in (path, lock, *companions):
                 stale.unlink(missing_ok=True)
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
+def owned_shared_memory(pids, folder: Path = SHARED_MEMORY) -> set[str]:
+    """The Fast DDS files in ``folder`` that processes ``pids`` own: a participant holds
+    an exclusive flock on the ``_el`` file beside each port and segment it created (the
+    names of both, and of a port's semaphore)."""
+    wanted = {str(pid) for pid in pids}
+    inodes = set()
+    try:
+        with open('/proc/locks') as locks:
+            for line in locks:
+                fields = line.split()
+                # "N: FLOCK ADVISORY WRITE pid major:minor:inode start end"; a waiter's
+                # line has "->" after the number.
+                if len(fields) > 5 and fields[1] == 'FLOCK' and fields[4] in wanted:
+                    major, minor, inode = fields[5].split(':')
+                    inodes.add((int(major, 16), int(minor, 16), int(inode)))
+    except (OSError, ValueError):
+        return set()
+    owned = set()
+    for lock in folder.glob('fastdds_*_el'):
+        try:
+            status = lock.stat()
+        except OSError:
+            continue
+        if (os.major(status.st_dev), os.minor(status.st_dev), status.st_ino) not in inodes:
+            continue
+        name = lock.name.removesuffix('_el')
+        owned.update({lock.name, name})
+        if name.startswith('fastdds_port'):
+            owned.add(f'sem.{name}_mutex')
+    return owned
+
+
+def remove_own_shared_memory(folder: Path = SHARED_MEMORY) -> list[str]:
+    """Remove the Fast DDS files this process owns, as its participant's deletion would
+    have: for a process about to end without that deletion (process.leave), so that
+    it leaves no zombie port behind. Best effort."""
+    removed = []
+    for name in sorted(owned_shared_memory([os.getpid()], folder)):
+        try:
+            (folder / name).unlink()
         except OSError:
             continue
         removed.append(name)

@@ -28,6 +28,9 @@ def _port(folder, number: int, lock: bool = True, age_s: float = 60.0):
 
 def test_ports_of_dead_participants_in_the_domain_are_removed_and_nothing_else(tmp_path):
     dead = _port(tmp_path, PORT)
+    # LOCALHOST discovery: rmw_fastrtps numbers every participant's discovery port from
+    # 7000, whatever its domain; a dead one is a zombie for any domain.
+    dead_discovery = _port(tmp_path, 7003)
     never_listened = _port(tmp_path, PORT + 2, lock=False)
     other_domain = _port(tmp_path, PORT + domain_ids.PORTS_PER_DOMAIN)
     young = _port(tmp_path, PORT + 4, age_s=0.0)
@@ -44,8 +47,10 @@ def test_ports_of_dead_participants_in_the_domain_are_removed_and_nothing_else(t
             removed = remove_stale_shared_memory(DOMAIN, tmp_path)
         finally:
             os.close(lock)
-    assert sorted(removed) == sorted([dead.name, never_listened.name, segment.name])
+    assert sorted(removed) == sorted([dead.name, dead_discovery.name, never_listened.name,
+                                      segment.name])
     assert not dead.exists() and not (tmp_path / f'{dead.name}_el').exists()
+    assert not dead_discovery.exists()
     assert not (tmp_path / f'sem.{dead.name}_mutex').exists()
     assert not segment.exists() and not (tmp_path / f'{segment.name}_el').exists()
     for kept in (other_domain, young, held, mapped):
@@ -68,3 +73,25 @@ def test_a_reserved_id_is_held_and_the_next_reservation_takes_another():
         third.release()
     finally:
         first.release()
+
+
+def test_the_files_a_process_owns_are_found_by_their_locks_and_removed(tmp_path):
+    mine = _port(tmp_path, PORT)
+    other = _port(tmp_path, PORT + 2)
+    segment = tmp_path / 'fastdds_0123456789abcdef'
+    segment.write_bytes(b'\0' * 64)
+    (tmp_path / 'fastdds_0123456789abcdef_el').write_bytes(b'')
+    locks = [os.open(tmp_path / name, os.O_RDWR)
+             for name in (f'{mine.name}_el', 'fastdds_0123456789abcdef_el')]
+    for descriptor in locks:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        owned = domain_ids.owned_shared_memory([os.getpid()], tmp_path)
+        assert owned == {mine.name, f'{mine.name}_el', f'sem.{mine.name}_mutex',
+                         segment.name, f'{segment.name}_el'}
+        assert sorted(domain_ids.remove_own_shared_memory(tmp_path)) == sorted(owned)
+    finally:
+        for descriptor in locks:
+            os.close(descriptor)
+    assert not mine.exists() and not segment.exists()
+    assert other.exists() and (tmp_path / f'{other.name}_el').exists()
