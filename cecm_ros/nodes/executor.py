@@ -47,7 +47,6 @@ from cecm_ros.nodes.common import (
     SafeActionClient,
     StopRequestedError,
     WaitInterruptedError,
-    destroy_all,
     finish_goal,
     ros_name,
     run_node,
@@ -170,26 +169,7 @@ class Executor(CecmNode):
         peers = [(self.param('plan_service'), self.plan_client.service_is_ready)]
         peers += [(name, client.server_is_ready) for name, client in
                   ((self.skill_names[k], c) for k, c in self.skill_clients.items())]
-        try:
-            self.wait_for_peers(peers, self.server_wait)
-        except PeerUnavailableError:
-            self._renew_unmatched_skill_clients()
-            raise
-
-    def _renew_unmatched_skill_clients(self) -> None:
-        """A skill client that saw no server through a whole wait is made afresh before
-        the next activation: its new endpoints are matched by a new round of DDS
-        discovery, where the old ones may have missed an announcement for good (seen
-        once, under load, with every other skill of the same server found)."""
-        for kind, client in list(self.skill_clients.items()):
-            if client.server_is_ready():
-                continue
-            destroy_all(self, [client])
-            fresh = SafeActionClient(self, ExecuteSkill, self.skill_names[kind],
-                                     callback_group=self.group)
-            self._entities[self._entities.index(client)] = fresh
-            self.skill_clients[kind] = fresh
-            self.get_logger().info(f'{self.skill_names[kind]}: made its client afresh')
+        self.wait_for_peers(peers, self.server_wait)
 
     # ------------------------------------------------------------------- topics
     def _on_team_state(self, msg: TeamState) -> None:

@@ -248,22 +248,23 @@ class PeerCalls:
             self.wait_until(lambda: False, 0.1)
             missing = [name for name, ready in peers if not ready()]
         if missing:
-            listed = [name for name in missing if self._listed_in_graph(name)]
+            listed = self._listed_in_graph(missing)
             note = (f' ({", ".join(listed)} listed in the ROS graph, yet not matched by '
                     "this node's DDS participant)" if listed else '')
             raise PeerUnavailableError(f'waited {wait_s:g} s for {", ".join(missing)}; not '
                                        f'available yet{note}')
 
-    def _listed_in_graph(self, name: str) -> bool:
-        """Whether a service, or an action's goal service, of that name is in the graph:
-        a peer listed there that a client still does not see points at discovery on this
+    def _listed_in_graph(self, names: list[str]) -> list[str]:
+        """Those of ``names`` whose service, or action goal service, is in the graph: a
+        peer listed there that a client still does not see points at discovery on this
         machine (Fast DDS shared memory), not at a peer that is missing."""
         try:
-            full = self.resolve_service_name(name)
             services = {service for service, _ in self.get_service_names_and_types()}
+            full = {name: self.resolve_service_name(name) for name in names}
         except Exception:  # noqa: BLE001 - a diagnosis only
-            return False
-        return full in services or f'{full}/_action/send_goal' in services
+            return []
+        return [name for name in names
+                if full[name] in services or f'{full[name]}/_action/send_goal' in services]
 
     def _wait_ready(self, ready: Callable[[], bool], wait_s: float) -> bool:
         """Discovery has no event to wait on in rclpy: re-check a few times a second."""

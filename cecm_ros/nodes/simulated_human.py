@@ -76,7 +76,6 @@ GOAL_LOST_AFTER_S = 2.0
 # executor's subscription a moment after its intent arrived, and an answer published
 # before that is lost (volatile), which the robot takes for consent.
 LISTENER_WAIT_S = 10.0
-LISTENER_POLL_S = 0.05
 PERSON = 'person'   # partner_behaviour of play mode: a person chooses the partner's actions
 CHOICES_KEPT = 50   # a person's choices remembered, by (task id, attempt, step)
 
@@ -431,10 +430,7 @@ class SimulatedHumanNode(CecmNode):
             return
         self.get_logger().info(f'step {step}: nobody subscribes to robot/correction yet; '
                                f'waiting up to {LISTENER_WAIT_S:g} s before answering')
-        deadline = time.monotonic() + LISTENER_WAIT_S
-        while not heard() and deadline - time.monotonic() > 0:
-            self.wait_until(heard, min(LISTENER_POLL_S, deadline - time.monotonic()))
-        if heard():
+        if self._wait_ready(heard, LISTENER_WAIT_S):
             return
         self.unheard = True
         self.get_logger().warning(
