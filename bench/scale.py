@@ -65,10 +65,11 @@ def instrument(model, per_update: list[dict], profile: cProfile.Profile | None,
     """Record, per estimator update, the planner calls, evaluated hypotheses and distinct
     particles (and give every planner ``timeout`` seconds per search, when set); returns a
     function that undoes the patches."""
+    import cecm_ros.experiments.bench as bench
     import cecm_ros.experiments.experiment as experiment
 
     planners = []
-    make_planner, make_estimator = model.planner, experiment.make_estimator
+    make_planner, make_estimator = bench.planner_for, experiment.make_estimator
 
     def planner(*args, **kwargs):
         if timeout is not None:
@@ -106,11 +107,11 @@ def instrument(model, per_update: list[dict], profile: cProfile.Profile | None,
         made.update = timed_update
         return made
 
-    model.planner = planner
+    bench.planner_for = planner
     experiment.make_estimator = estimator
 
     def undo() -> None:
-        del model.planner
+        bench.planner_for = make_planner
         experiment.make_estimator = make_estimator
     return undo
 

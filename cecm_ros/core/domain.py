@@ -278,6 +278,12 @@ class WorldModel(ABC, Generic[StateT]):
     def inert_capabilities(self) -> list[str]:
         return [self.catalog.names[i] for i in np.flatnonzero(self.inert_mask)]
 
+    def task_inert_mask(self, task: Task) -> np.ndarray:
+        """True for capabilities no plan of ``task`` can depend on: the inert ones and
+        any the domain leaves out of the task's planning problem (TidyUP's rooms a task
+        does not involve). Planners key and share plans on vectors with these set."""
+        return self.inert_mask
+
     def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:
         """Capabilities the partner provably used along ``trajectory`` (none by default:
         proof makes a capability certain, so a domain that cannot tell says nothing)."""

@@ -192,7 +192,7 @@ class SharedPlanEvaluator(_PlanEvaluator):
               progress: ProgressCallback | None = None) -> list[JointPlan]:
         domain = self.planner.domain
         samples = np.asarray(samples, dtype=bool).reshape(-1, len(domain.catalog)) \
-            | domain.inert_mask
+            | domain.task_inert_mask(task)
         total = len(samples)
         relaxed = np.ones_like(samples)
         result: list[JointPlan | None] = [None] * total
@@ -302,7 +302,7 @@ class DiversePlanEvaluator(_PlanEvaluator):
 
     def plan_sets(self, task: Task, samples: np.ndarray,
                   progress: ProgressCallback | None = None) -> list[list[JointPlan]]:
-        samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
+        samples = np.asarray(samples, dtype=bool) | self.planner.domain.task_inert_mask(task)
         native = self.planner.plan_sets(task, samples, self.max_plans, self.diversity)
         if native is not None:
             # The planner's own sets (a top-k or diverse planner), thinned by delta and k
@@ -346,7 +346,7 @@ class DiversePlanEvaluator(_PlanEvaluator):
 
     def predicted_trajectories(self, task, samples) -> list[Trajectory]:
         # The optimal plans alone: the rest of the sets is not needed for a prediction.
-        samples = np.asarray(samples, dtype=bool) | self.planner.domain.inert_mask
+        samples = np.asarray(samples, dtype=bool) | self.planner.domain.task_inert_mask(task)
         return [plan.trajectory for plan in self.shared.plans(task, samples)]
 
     def _bounded(self, plans: list[JointPlan]) -> list[JointPlan]:

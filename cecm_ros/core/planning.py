@@ -104,8 +104,8 @@ class CachingPlanner(Planner):
         keys = []
         # Checked before any search is registered as under way (a bad vector must not
         # leave a registration nobody completes).
-        checked = [domain.catalog.check_vector(vector) | domain.inert_mask
-                   for vector in vectors]
+        inert = domain.task_inert_mask(task)
+        checked = [domain.catalog.check_vector(vector) | inert for vector in vectors]
         with self._lock:
             for effective in checked:
                 # Inert capabilities cannot change any plan: they share one cache entry.

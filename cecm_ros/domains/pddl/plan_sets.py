@@ -103,7 +103,8 @@ def kstar_plan_sets(planner: FastDownwardPlanner, binary: Path, task: Task,
     from .planner import build_joint_plan
     model = planner.model
     own_plans = planner.plan_many(task, vectors)
-    effective = [model.catalog.check_vector(v) | model.inert_mask for v in vectors]
+    inert = model.task_inert_mask(task)
+    effective = [model.catalog.check_vector(v) | inert for v in vectors]
     scope = repr(('kstar-sets', SET_RULES_VERSION, REQUEST, planner.store_scope,
                   model.plan_scope()))
     goal = model.state_from_atoms(task.goal)

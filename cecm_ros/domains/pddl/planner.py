@@ -37,7 +37,12 @@ from cecm_ros.core.errors import (
 from cecm_ros.core.planning import CachingPlanner
 from cecm_ros.domains.pddl.model import GroundAction, PddlModel
 
-from .fast_downward import FastDownwardSearch, TranslatedTask, fast_downward_root
+from .fast_downward import (
+    OPTIMAL_SEARCH,
+    FastDownwardSearch,
+    TranslatedTask,
+    fast_downward_root,
+)
 from .planning_worker import receive, send
 
 DEFAULT_ENGINE = 'fast-downward-opt'
@@ -294,7 +299,9 @@ class FastDownwardPlanner(CachingPlanner):
         self.workers = workers
         self._workers: list[_WorkerProcess] = []
         root = fast_downward_root() if reuse_translation and optimal else None
-        self._search = FastDownwardSearch(root, timeout_s) if root else None
+        self._search = FastDownwardSearch(root, timeout_s,
+                                          model.optimal_search or OPTIMAL_SEARCH) \
+            if root else None
         self._translations: OrderedDict[tuple, tuple[TranslatedTask, np.ndarray]] = \
             OrderedDict()
         # Translator runs, and re-plans served by an earlier translation (benchmarks).

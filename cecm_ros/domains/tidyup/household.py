@@ -12,7 +12,13 @@ from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
 from cecm_ros.core.resources import config_path
 
 DEFAULT_HOUSEHOLD = 'tidyup_household.yaml'
-__all__ = ['AGENTS', 'HUMAN', 'ROBOT', 'Household', 'Item', 'TaskSettings', 'DEFAULT_HOUSEHOLD']
+__all__ = ['AGENTS', 'HUMAN', 'ROBOT', 'Household', 'Item', 'TaskSettings', 'DEFAULT_HOUSEHOLD',
+           'PLAN_HEURISTICS', 'PLAN_ROOMS']
+# What the planner's problem for a task covers: every room, or only those the task
+# involves (TidyUpModel.task_rooms).
+PLAN_ROOMS = ('all', 'task')
+# The admissible heuristic of the planner's optimal search (TidyUpModel.optimal_search).
+PLAN_HEURISTICS = ('cegar', 'pdb')
 # Costs are whole numbers (Fast Downward's are integers) and small enough that the
 # planner's tie-breaking encoding of them (cecm_ros.domains.tidyup.model) cannot overflow.
 MAX_ACTION_COST = 20
@@ -48,6 +54,10 @@ class Household:
     task_settings: TaskSettings = field(default_factory=TaskSettings)
     # Pairs of rooms joined by a door (both ways); None: every room opens onto every other.
     doors: tuple[tuple[str, str], ...] | None = None
+    # 'task': plan each task over the rooms it involves (see TidyUpModel.task_rooms).
+    plan_rooms: str = 'all'
+    # 'pdb': canonical pattern databases instead of CEGAR (TidyUpModel.optimal_search).
+    plan_heuristic: str = 'cegar'
 
     def __post_init__(self):
         if len(self.rooms) < 2:
@@ -74,6 +84,17 @@ class Household:
                 self.check_room(room)
         if self.doors is not None:
             self._check_doors()
+        if self.plan_rooms not in PLAN_ROOMS:
+            raise ConfigError(f'household {self.name!r}: plan_rooms must be one of '
+                              f'{", ".join(PLAN_ROOMS)}, got {self.plan_rooms!r}')
+        if self.plan_heuristic not in PLAN_HEURISTICS:
+            raise ConfigError(f'household {self.name!r}: plan_heuristic must be one of '
+                              f'{", ".join(PLAN_HEURISTICS)}, got {self.plan_heuristic!r}')
+        if self.plan_rooms == 'task' and self.doors is not None:
+            raise ConfigError(f'household {self.name!r}: plan_rooms: task needs every room '
+                              'to open onto every other (a route through doors can lead '
+                              'through rooms a task does not involve); remove doors or '
+                              'use plan_rooms: all')
         low, high = self.task_settings.items_per_task
         if not 1 <= low <= high <= len(self.items):
             raise ConfigError(
@@ -156,7 +177,9 @@ class Household:
                 doors=doors,
                 sinks=tuple(spec.get('sinks', ())),
                 move_cost={a: float(spec['agents'][a]['move_cost']) for a in AGENTS},
-                items=items, task_settings=settings)
+                items=items, task_settings=settings,
+                plan_rooms=str(spec.get('plan_rooms', 'all')),
+                plan_heuristic=str(spec.get('plan_heuristic', 'cegar')))
         except CecmError:
             raise
         except (KeyError, TypeError, AttributeError, ValueError) as error:

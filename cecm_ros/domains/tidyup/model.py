@@ -46,11 +46,17 @@ class TidyUpModel(PddlModel):
     # canonically (cecm_ros.domains.pddl.planner.canonical_order).
     schema_rank = {'place': 0, 'wash': 1, 'pick': 2, 'move': 3}
     static_impossibility = 'impossible in this household (e.g. no sink there)'
+    # The household's plan_heuristic: 'pdb' is canonical pattern databases over every
+    # interesting pattern of up to three variables (an agent's room with an item's
+    # place, say), which see moves a goal costs that CEGAR's goal abstractions miss.
+    SEARCHES = {'cegar': None,
+                'pdb': 'astar(cpdbs(systematic(3)),verbosity=silent)'}
 
     def __init__(self, household: Household | None = None,
                  catalog: CapabilityCatalog | None = None,
                  domain_file: str | Path | None = None):
         self.household = household or Household.from_yaml()
+        self._task_masks: dict[tuple[str, ...], np.ndarray] = {}
         super().__init__(Path(domain_file) if domain_file else pddl_path(DOMAIN_FILE),
                          catalog or default_catalog())
 
@@ -111,34 +117,98 @@ class TidyUpModel(PddlModel):
 
     def problem_text(self, task: Task) -> str:
         """The PDDL problem of a task with a fully capable human (not validated), over
-        the items the task needs (:meth:`task_items`)."""
+        the items the task needs (:meth:`task_items`) and the rooms it covers
+        (:meth:`task_rooms`)."""
         house = self.household
         items = self.task_items(task)
-        dropped = set(house.item_names) - items
+        rooms = self.task_rooms(task)
+        dropped = (set(house.item_names) - items) | (set(house.rooms) - set(rooms))
 
         def kept(text: str) -> bool:
             return not dropped.intersection(split_atom(text)[1:])
 
         lines = [f'(define (problem {pddl_name(task.task_id)}) (:domain tidyup)',
                  ' (:objects ' + ' '.join(AGENTS) + ' - agent '
-                 + ' '.join(house.rooms) + ' - room'
+                 + ' '.join(rooms) + ' - room'
                  + ''.join(f' {i}' for i in house.item_names if i in items)
                  + (' - item)' if items else ')'),
                  ' (:init (= (total-cost) 0)']
         lines += [f'  {a}' for a in sorted(task.initial) if kept(a)]
-        lines += [f'  {atom("has-sink", room)}' for room in house.sinks]
-        lines += [f'  {atom("connected", here, there)}' for here in house.rooms
-                  for there in house.rooms if house.connected(here, there)]
+        lines += [f'  {atom("has-sink", room)}' for room in house.sinks if room in rooms]
+        lines += [f'  {atom("connected", here, there)}' for here in rooms
+                  for there in rooms if house.connected(here, there)]
         lines += [f'  (= {term} {value})' for term, value in self.planner_costs.items()
                   if kept(term)]
         for agent in AGENTS:
             # Everyone starts capable; the planner clones and switches human facts off.
             for predicate in self._capability_predicates:
-                lines += [f'  {atom(predicate, agent, room)}' for room in house.rooms]
+                lines += [f'  {atom(predicate, agent, room)}' for room in rooms]
         lines.append(' )')
         lines.append(' (:goal (and ' + ' '.join(sorted(task.goal)) + '))')
         lines.append(' (:metric minimize (total-cost)))')
         return '\n'.join(lines)
+
+    def task_rooms(self, task: Task) -> tuple[str, ...]:
+        """The rooms the planner's problem for ``task`` covers, in the household's order.
+
+        Every room, unless the household says ``plan_rooms: task``. Then only the rooms
+        the task involves: where the agents are, where the items it needs are (or go,
+        by its goal), and the sinks when one of them must still be washed. Every room
+        opens onto every other and a move costs an agent the same wherever it goes, so
+        no route needs another room; what such a problem cannot express is an item
+        handed over or put down on the way in a room nothing else happens in, which an
+        optimal plan needs at most when it is the one place both agents may use. That is
+        not proven never to change a plan, which is why it is the household's choice:
+        docs/performance.md measures it on the 10-room household.
+        """
+        house = self.household
+        if house.plan_rooms != 'task':
+            return house.rooms
+        items = self.task_items(task)
+        involved: set[str] = set()
+        washing = False
+        for text in task.initial:
+            parts = split_atom(text)
+            if parts[0] == 'agent-at' or (parts[0] == 'item-at' and parts[1] in items):
+                involved.add(parts[-1])
+        for text in task.goal:
+            parts = split_atom(text)
+            if parts[0] in ('agent-at', 'item-at'):
+                involved.add(parts[-1])
+            elif parts[0] == 'clean' and atom('dirty', parts[1]) in task.initial:
+                washing = True
+        if washing:
+            involved.update(house.sinks)
+        return tuple(room for room in house.rooms if room in involved)
+
+    def task_inert_mask(self, task: Task) -> np.ndarray:
+        """The inert capabilities and those of rooms the task's problem leaves out."""
+        rooms = self.task_rooms(task)
+        if len(rooms) == len(self.household.rooms):
+            return self.inert_mask
+        cached = self._task_masks.get(rooms)
+        if cached is None:
+            outside = np.array([capability.room not in rooms
+                                for capability in self.catalog.capabilities], dtype=bool)
+            cached = self.inert_mask | outside
+            cached.flags.writeable = False
+            self._task_masks[rooms] = cached
+        return cached
+
+    @property
+    def optimal_search(self) -> str | None:  # type: ignore[override]
+        """The search of the household's plan_heuristic. Both find an optimal plan, the
+        same one unless two plans tie to the last of the planner's tie-breaking costs;
+        then each may find another (docs/performance.md, "The search's heuristic")."""
+        return self.SEARCHES[self.household.plan_heuristic]
+
+    def plan_scope(self) -> str:
+        scope = super().plan_scope()
+        if self.household.plan_rooms != 'all':
+            scope += f':rooms={self.household.plan_rooms}'
+        if self.household.plan_heuristic != 'cegar':
+            scope += f':heuristic={self.household.plan_heuristic}'
+        return scope
 
     def task_items(self, task: Task) -> set[str]:
         """The items a plan of ``task`` may handle: those its goal names and those an
@@ -167,8 +237,8 @@ class TidyUpModel(PddlModel):
         human = problem.object(HUMAN)
         for index in np.flatnonzero(~capabilities):
             capability = self.catalog.capabilities[index]
-            if capability.room not in self.household.rooms:
-                continue  # a room this household does not have: inert
+            if not problem.has_object(capability.room):
+                continue  # a room this household (or this task's problem) does not have
             predicate = CAPABILITY_PREFIX + capability.action
             if not problem.has_fluent(predicate):
                 raise ConfigError(
