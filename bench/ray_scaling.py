@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/ray_scaling.py                  # TidyUP, N = 500, 5 tasks
     .venv/bin/python bench/ray_scaling.py --cpus 1 2 4 --rounds 2 --json
+    .venv/bin/python bench/ray_scaling.py --tasks 3 \
+        --household config/households/tidyup_10_rooms.yaml \
+        --capabilities-file config/households/capabilities_10_rooms.yaml
 
 The same fixed tasks (seeded, in the order drawn) and what a partner did in them (its
 plan, made beforehand) are given to a new CE-CM posterior in every setting: first with
@@ -68,6 +71,8 @@ def run_setting(model, evidence, address: str, args) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--domain', default='tidyup')
+    parser.add_argument('--household', help='tidyup: household file')
+    parser.add_argument('--capabilities-file', help='tidyup: capability catalogue')
     parser.add_argument('--partner', default='low_capability')
     parser.add_argument('--samples', type=int, default=500, help='N (default: 500)')
     parser.add_argument('--tasks', type=int, default=5, help='updates (default: 5)')
@@ -83,7 +88,10 @@ def main() -> int:
     parser.add_argument('--json', action='store_true', help='one JSON object per setting')
     args = parser.parse_args()
 
-    model = load_domain(args.domain)
+    options = {key: value for key, value in (('household', args.household),
+                                             ('capabilities', args.capabilities_file))
+               if value}
+    model = load_domain(args.domain, **options)
     truth = model.catalog.resolve(args.partner)
     tasks = model.task_generator(args.seed).tasks(args.tasks)
     with planner_for(model, workers=args.workers, plan_cache=False) as planner:
