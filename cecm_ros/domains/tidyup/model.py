@@ -156,9 +156,10 @@ class TidyUpModel(PddlModel):
         by its goal), and the sinks when one of them must still be washed. Every room
         opens onto every other and a move costs an agent the same wherever it goes, so
         no route needs another room; what such a problem cannot express is an item
-        handed over or put down on the way in a room nothing else happens in, which an
-        optimal plan needs at most when it is the one place both agents may use. That is
-        not proven never to change a plan, which is why it is the household's choice:
+        handed over or put down in a room nothing else happens in. An optimal plan may
+        do that where no room of the task serves as cheaply, or where one serves exactly
+        as well and the tie-breaking costs prefer the other room. That is not proven
+        never to change a plan, which is why it is the household's choice:
         docs/performance.md measures it on the 10-room household.
         """
         house = self.household
