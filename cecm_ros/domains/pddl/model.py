@@ -16,7 +16,7 @@ import itertools
 import threading
 import zlib
 from abc import abstractmethod
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -536,6 +536,14 @@ class PddlModel(Domain[int]):
                 raise ConfigError(f'proposition {text!r} is listed twice')
             state |= bit
         return state
+
+    def problem_objects(self, task: Task) -> Hashable:
+        """What of the domain the planner's problem for ``task`` holds besides its start,
+        where that depends on the task (TidyUP's rooms a task involves); None: the same
+        for every task. A re-plan may reuse its origin's translation only when both
+        hold the same (a bigger problem could use capabilities the task's mask calls
+        inert)."""
+        return None
 
     def plan_scope(self) -> str:
         """A hash of everything this model's plans depend on besides the task and the

@@ -417,6 +417,8 @@ class FastDownwardPlanner(CachingPlanner):
         if origin is None or not origin.initial or origin.goal != task.goal \
                 or origin.key == task.key:
             return None
+        if self.model.problem_objects(task) != self.model.problem_objects(origin):
+            return None     # the origin's problem holds other objects: translate afresh
         try:
             root, gates = self._translation(replace(origin, origin=None))
         except (ConfigError, PlanningError):

@@ -182,6 +182,9 @@ class TidyUpModel(PddlModel):
             involved.update(house.sinks)
         return tuple(room for room in house.rooms if room in involved)
 
+    def problem_objects(self, task: Task) -> tuple[str, ...] | None:
+        return self.task_rooms(task) if self.household.plan_rooms == 'task' else None
+
     def task_inert_mask(self, task: Task) -> np.ndarray:
         """The inert capabilities and those of rooms the task's problem leaves out."""
         rooms = self.task_rooms(task)

@@ -142,3 +142,23 @@ def test_a_bad_plan_rooms_is_refused_with_what_to_write(scoped, tmp_path):
     rooms = scoped.household.rooms
     with pytest.raises(ConfigError, match='every room to open onto every other'):
         replace(scoped.household, doors=tuple(zip(rooms, rooms[1:])))
+
+
+def test_a_re_plan_reuses_its_origin_s_translation_only_over_the_same_rooms(scoped):
+    """A state whose task involves fewer rooms than its origin's is translated afresh:
+    the origin's bigger problem could use capabilities the state's mask calls inert."""
+    task = scoped.task_generator(0).next_task()
+    truth = scoped.catalog.resolve('low_capability')
+    with planner_for(scoped, plan_cache=False) as planner:
+        path = planner.plan(task, truth).trajectory
+        states = [scoped.task_from_state(task, state) for state in path[1:-1]]
+        same = [s for s in states if scoped.task_rooms(s) == scoped.task_rooms(task)]
+        fewer = [s for s in states if scoped.task_rooms(s) != scoped.task_rooms(task)]
+        assert same and fewer
+        for state, rebased in ((same[0], 1), (fewer[-1], 0)):
+            before = planner.rebased_translations, planner.fresh_translations
+            plan = planner.plan(state, truth)
+            assert planner.rebased_translations - before[0] == rebased
+            assert planner.fresh_translations - before[1] == 1 - rebased
+            lacking = set(np.flatnonzero(~(truth | scoped.inert_mask)).tolist())
+            assert not lacking & set(plan.human_capabilities_used)
