@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import json
 import os
 import resource
@@ -100,6 +101,10 @@ def instrument(model, per_update: list[dict], profile: cProfile.Profile | None,
                 'plans': planners[-1].calls - calls,
                 'evaluated': _posterior_memo_size(made) - memo,
                 'distinct': int(len(np.unique(posterior.particles, axis=0)))
+                if posterior is not None and posterior.particles is not None else None,
+                # Equal digests: the same particles (two settings reached one belief).
+                'particles_digest': hashlib.sha256(np.ascontiguousarray(
+                    posterior.particles).tobytes()).hexdigest()[:12]
                 if posterior is not None and posterior.particles is not None else None,
                 'survivors': report.samples_accepted})
             return report

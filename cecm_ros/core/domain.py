@@ -279,9 +279,10 @@ class WorldModel(ABC, Generic[StateT]):
         return [self.catalog.names[i] for i in np.flatnonzero(self.inert_mask)]
 
     def task_inert_mask(self, task: Task) -> np.ndarray:
-        """True for capabilities no plan of ``task`` can depend on: the inert ones and
-        any the domain leaves out of the task's planning problem (TidyUP's rooms a task
-        does not involve). Planners key and share plans on vectors with these set."""
+        """True for capabilities the planner's problem for ``task`` never asks about:
+        the inert ones and any of what the domain leaves out of that problem (TidyUP's
+        rooms a task does not involve, where the household asks for that). Planners key
+        and share plans on vectors with these set."""
         return self.inert_mask
 
     def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:

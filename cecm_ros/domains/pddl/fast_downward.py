@@ -16,8 +16,8 @@ keep the exact small costs and need about a fifth of the search time on TidyUP's
 four-item goals; ``verbosity=silent`` stops the search printing a line for each of the
 thousands of distinct f-values that the fine-grained costs produce. A domain may name
 another search (``PddlModel.optimal_search``): a TidyUP household may ask for
-canonical pattern databases, which see more of the agents' moves and take a third to
-half of that time; a different heuristic can find another plan only where two plans
+canonical pattern databases, which see more of the agents' moves and take about a
+third of that time; a different heuristic can find another plan only where two plans
 tie on every cost, which is why a household asks for it rather than getting it.
 
 That turns a ~0.25 s unified-planning call per vector into one ~0.1 s translation per

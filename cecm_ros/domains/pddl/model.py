@@ -132,8 +132,9 @@ class PddlModel(Domain[int]):
     # Why an action a static fact rules out does nothing (an outcome's reason).
     static_impossibility = 'impossible here: a static fact rules it out'
     # Fast Downward's optimal search for this domain's problems; None: the default
-    # (fast_downward.OPTIMAL_SEARCH). The plan is the unique optimum either way, so a
-    # domain picks the heuristic that finds it fastest on its problems.
+    # (fast_downward.OPTIMAL_SEARCH). Any admissible heuristic finds an optimal plan,
+    # the same one unless two plans tie on every cost (then the order A* expands them
+    # in decides), so a domain picks the one that finds it fastest on its problems.
     optimal_search: str | None = None
 
     def __init__(self, domain_file: str | Path, catalog: CapabilityCatalog,

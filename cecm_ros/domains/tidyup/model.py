@@ -151,9 +151,12 @@ class TidyUpModel(PddlModel):
     def task_rooms(self, task: Task) -> tuple[str, ...]:
         """The rooms the planner's problem for ``task`` covers, in the household's order.
 
-        Every room, unless the household says ``plan_rooms: task``. Then only the rooms
-        the task involves: where the agents are, where the items it needs are (or go,
-        by its goal), and the sinks when one of them must still be washed. Every room
+        Every room, unless the household says ``plan_rooms: task`` and the partner's hand
+        is free. Then only the rooms the task involves: where the agents are, where the
+        items it needs are (or go, by its goal), and the sinks when one of them must
+        still be washed. The robot may do anything anywhere, so these rooms always hold
+        a plan when the household does; a partner holding an item may have nowhere among
+        them to put it down, hence every room then. Every room
         opens onto every other and a move costs an agent the same wherever it goes, so
         no route needs another room; what such a problem cannot express is an item
         handed over or put down in a room nothing else happens in. An optimal plan may
@@ -163,7 +166,10 @@ class TidyUpModel(PddlModel):
         docs/performance.md measures it on the 10-room household.
         """
         house = self.household
-        if house.plan_rooms != 'task':
+        if house.plan_rooms != 'task' or any(split_atom(text)[:2] == ('holding', HUMAN)
+                                             for text in task.initial):
+            # A partner with an item in hand may be able to put it down only in a room
+            # the task does not involve (its capabilities say where): every room.
             return house.rooms
         items = self.task_items(task)
         involved: set[str] = set()
