@@ -215,7 +215,8 @@ class TidyUpModel(PddlModel):
     def plan_scope(self) -> str:
         scope = super().plan_scope()
         if self.household.plan_rooms != 'all':
-            scope += f':rooms={self.household.plan_rooms}'
+            # Raise the number when task_rooms changes which rooms a task gets.
+            scope += f':rooms={self.household.plan_rooms}/2'
         if self.household.plan_heuristic != 'cegar':
             scope += f':heuristic={self.household.plan_heuristic}'
         return scope
