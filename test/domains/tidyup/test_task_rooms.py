@@ -147,9 +147,9 @@ def test_capabilities_of_other_rooms_are_inert_for_the_task_and_share_its_plan(s
 
 
 def test_plans_over_the_task_s_rooms_equal_plans_over_every_room(scoped, every_room):
-    """The choice is measured at scale in docs/performance.md; here, the first tasks of
-    two seeds under the partner types and two sampled vectors, from the start and from
-    a state half-way along the plan."""
+    """Not promised in general (docs/design.md), and measured at scale by
+    bench/task_rooms.py; here the first tasks of two seeds, from the start and from a
+    state half-way along the plan, where a change of the rule would show."""
     rng = np.random.default_rng(3)
     vectors = [scoped.catalog.resolve('low_capability'),
                scoped.catalog.resolve('high_capability'),
