@@ -37,11 +37,12 @@ def record_searches(args) -> tuple[list[str], str, Path]:
     """The SAS input of every search of the session, in order (duplicates dropped)."""
     kept: dict[str, None] = {}
     original = fast_downward.FastDownwardSearch.search
-    own: list[str] = []
+    own = CEGAR
 
     def search(self, sas_text, label='task'):
+        nonlocal own
         kept.setdefault(sas_text, None)
-        own.append(self.search_options)
+        own = self.search_options
         return original(self, sas_text, label)
 
     options = {}
@@ -58,7 +59,7 @@ def record_searches(args) -> tuple[list[str], str, Path]:
         fast_downward.FastDownwardSearch.search = original  # type: ignore[method-assign]
     root = fast_downward.fast_downward_root()
     assert root is not None, 'up-fast-downward is not installed'
-    return list(kept), own[0] if own else CEGAR, root / 'builds/release/bin/downward'
+    return list(kept), own, root / 'builds/release/bin/downward'
 
 
 def run_search(binary: Path, options: str, sas: str) -> tuple[float, collections.Counter]:

@@ -156,9 +156,9 @@ class TidyUpModel(PddlModel):
         items it needs are (or go, by its goal), and the sinks when one of them must
         still be washed. The robot may do anything anywhere, so these rooms always hold
         a plan when the household does; a partner holding an item may have nowhere among
-        them to put it down, hence every room then. Every room
-        opens onto every other and a move costs an agent the same wherever it goes, so
-        no route needs another room; what such a problem cannot express is an item
+        them to put it down, hence every room then. Every room opens onto every other
+        and a move costs an agent the same wherever it goes, so no route needs another
+        room; what such a problem cannot express is an item
         handed over or put down in a room nothing else happens in. An optimal plan may
         do that where no room of the task serves as cheaply, or where one serves exactly
         as well and the tie-breaking costs prefer the other room. That is not proven
