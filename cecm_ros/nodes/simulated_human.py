@@ -133,6 +133,9 @@ class SimulatedHumanNode(CecmNode):
         self.human: CoreHuman | None = None
         self.task = None
         self.attempt = 0
+        # The run the task manager asked for last, seen at once (not queued behind an
+        # intent that waits for a person's choice): it ends the wait of an older run.
+        self.requested: tuple[str, int] | None = None
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
         # The partner's own action at each step of the current run of the task.
         self.acted: dict[int, SentAction] = {}
@@ -171,6 +174,7 @@ class SimulatedHumanNode(CecmNode):
         self.unheard = False   # an answer waited in vain for a subscriber: no more waits
         self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
         self.task = None
+        self.requested = None
         # Tasks and intents are handled one at a time, in arrival order.
         serial = MutuallyExclusiveCallbackGroup()
         namespace = self.param('human_skill_namespace').rstrip('/')
@@ -187,6 +191,12 @@ class SimulatedHumanNode(CecmNode):
             self.create_subscription(TaskRequest, 'task/request',
                                      self.guarded(self._on_task, 'task/request'),
                                      QOS_LATCHED, callback_group=serial),
+            # The same requests outside the serial group: an intent that waits for a
+            # person's choice must learn that its run is over, or the next run's
+            # request would queue behind it for ever.
+            self.create_subscription(TaskRequest, 'task/request',
+                                     self.guarded(self._on_task_announced, 'task/request'),
+                                     QOS_LATCHED, callback_group=self.group),
             self.create_subscription(RobotIntent, 'robot/intent',
                                      self.guarded(self._on_intent, 'robot/intent'),
                                      QOS_EVENTS, callback_group=serial),
@@ -247,6 +257,13 @@ class SimulatedHumanNode(CecmNode):
         for key in [k for k in self.early if k[:2] == (task.task_id, msg.attempt)]:
             self._on_intent(self.early.pop(key))
 
+    def _on_task_announced(self, msg: TaskRequest) -> None:
+        if not self.active or not msg.task_id:
+            return
+        with self.locked():
+            self.requested = (msg.task_id, msg.attempt)
+        self.notify()
+
     # ------------------------------------------------------------------ intents
     def _on_intent(self, msg: RobotIntent) -> None:
         if not self.active:
@@ -287,6 +304,11 @@ class SimulatedHumanNode(CecmNode):
             self._answer(msg.task_id, msg.attempt, step, intended)
         own = self._person_choice(msg.task_id, msg.attempt, step) if self.person \
             else self.human.current_step.human
+        if own is None:
+            self.get_logger().info(
+                f'step {step}: run {msg.attempt} of task {msg.task_id} ended while the '
+                "partner waited for the person's choice; the next run is taken up")
+            return
         self._advance(step)
         self._act(msg.task_id, step, own)
 
@@ -319,21 +341,26 @@ class SimulatedHumanNode(CecmNode):
                                f'({msg.sender or "unnamed"})')
         self.notify()
 
-    def _person_choice(self, task_id: str, attempt: int, step: int) -> str:
+    def _person_choice(self, task_id: str, attempt: int, step: int) -> str | None:
         """The person's action for this step: waited for (choice_timeout_s, 0 = no
-        limit); a step nobody chose in time is waited out (noop)."""
+        limit); a step nobody chose in time is waited out (noop). None when another run
+        is asked for meanwhile (an interrupted task begun again): this one is over."""
         key = (task_id, attempt, step)
         limit = self.param('choice_timeout_s') or None
+
+        def superseded() -> bool:
+            return self.requested is not None and self.requested != (task_id, attempt)
+
         with self.locked():
             ready = key in self.choices
         if not ready:
             self.get_logger().info(f'step {step}: waiting for the person\'s choice')
-        if not self.wait_until(lambda: key in self.choices, limit):
+        if not self.wait_until(lambda: key in self.choices or superseded(), limit):
             self.get_logger().warning(f'step {step}: no choice from the person within '
                                       f'{limit:g} s; the partner waits this step')
             return NOOP
         with self.locked():
-            return self.choices[key]
+            return None if superseded() else self.choices.get(key)
 
     def _on_team_state(self, msg: TeamState) -> None:
         try:

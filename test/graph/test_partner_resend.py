@@ -25,7 +25,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 
 from cecm_ros.action import ExecuteSkill  # noqa: E402
 from cecm_ros.core.domain import NOOP  # noqa: E402
-from cecm_ros.msg import Correction, RobotIntent, TaskRequest  # noqa: E402
+from cecm_ros.msg import Correction, PartnerChoice, RobotIntent, TaskRequest  # noqa: E402
 from cecm_ros.nodes import conversions as conv  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 from cecm_ros.nodes.household_sim import DEFAULT_SKILLS  # noqa: E402
@@ -48,6 +48,8 @@ class FakeWorld:
                                                          QOS_EVENTS)
         self.tasks = self.client.node.create_publisher(TaskRequest, 'task/request',
                                                        QOS_LATCHED)
+        self.choices = self.client.node.create_publisher(PartnerChoice, 'human/choice',
+                                                         QOS_EVENTS)
 
     def _serve(self, node) -> None:
         group = ReentrantCallbackGroup()
@@ -99,15 +101,17 @@ class FakeWorld:
 
 @pytest.fixture
 def world(request, tmp_path):
-    """The partner process and the fake world; ``request.param``: answer_intents."""
+    """The partner process and the fake world; ``request.param``: answer_intents, or
+    the partner's parameters."""
     executables, params = installed_or_skip(PARTNER)
     domain = RosDomain()
     processes = NodeProcesses(executables, params, domain.env, tmp_path)
     fake = FakeWorld()
     try:
-        answers = getattr(request, 'param', False)
-        processes.start(PARTNER, {'partner': 'full_capability', 'answer_intents': answers,
-                                  'human_skill_namespace': NAMESPACE})
+        chosen = getattr(request, 'param', False)
+        settings = chosen if isinstance(chosen, dict) else {'answer_intents': chosen}
+        processes.start(PARTNER, {'partner': 'full_capability',
+                                  'human_skill_namespace': NAMESPACE, **settings})
         assert fake.change_state(Transition.TRANSITION_CONFIGURE), processes.log(PARTNER)
         assert fake.change_state(Transition.TRANSITION_ACTIVATE), processes.log(PARTNER)
         yield fake, processes
@@ -159,3 +163,28 @@ def test_a_partner_that_hears_only_the_repeat_acts_on_it_but_does_not_answer_it(
     fake.intents.publish(RobotIntent(task_id='late', step=1, action=NOOP))
     assert fake.wait_correction(1) == [1], processes.log(PARTNER)
     assert [g[0] for g in fake.wait_goals(2)] == [0, 1], processes.log(PARTNER)
+
+
+@pytest.mark.parametrize('world', [{'partner_behaviour': 'person', 'answer_intents': False}],
+                         indirect=True)
+def test_a_run_begun_again_ends_the_wait_for_the_persons_choice_of_the_old_one(world):
+    """A task interrupted while the partner waits for the person's choice (a node of the
+    graph was lost) is run again. The new run's request must end that wait: tasks and
+    intents are handled one at a time, so it would otherwise queue behind it for ever,
+    and the new run's steps would never be taken whatever the person chose."""
+    fake, processes = world
+    task = make_task('rerun', ['(item-at plate study)'], robot='study', human='kitchen')
+    fake.tasks.publish(conv.task_msg(task, attempt=RUN))
+    assert processes.wait_for_log(PARTNER, 'task rerun: planned', 60.0), processes.log(PARTNER)
+    fake.intents.publish(RobotIntent(task_id='rerun', attempt=RUN, step=0, action=NOOP))
+    assert processes.wait_for_log(PARTNER, "step 0: waiting for the person's choice", 30.0), \
+        processes.log(PARTNER)
+    fake.tasks.publish(conv.task_msg(task, attempt=RUN + 1))
+    fake.choices.publish(PartnerChoice(task_id='rerun', attempt=RUN + 1, step=0, action=NOOP,
+                                       sender='test'))
+    fake.intents.publish(RobotIntent(task_id='rerun', attempt=RUN + 1, step=0, action=NOOP))
+    goals = fake.wait_goals(1)
+    assert [g[0] for g in goals] == [0], processes.log(PARTNER)
+    assert fake.attempts == [RUN + 1]   # nothing was sent for the run that ended
+    assert f'run {RUN} of task rerun ended' in processes.log(PARTNER)
+    assert processes.alive(PARTNER)
