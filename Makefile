@@ -5,7 +5,8 @@
 # interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
 #
-#   make / make demo   run the demo  (DOMAIN=, PARTNER=, TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
+#   make / make demo   run the demo  (DOMAIN=, HOUSEHOLD=, PARTNER=, TASKS=, SEED=,
+#                      DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
 #   make test          ruff + mypy + pytest
@@ -32,6 +33,10 @@ ifneq ($(filter environment%,$(origin DOMAIN)),)
 DOMAIN := tidyup
 endif
 DOMAIN ?= tidyup
+# TidyUP's household file (HOUSEHOLD=config/households/tidyup_10_rooms.yaml: 10 rooms,
+# 8 items), with the capability catalogue it names; CAPABILITIES= gives another one.
+HOUSEHOLD ?=
+CAPABILITIES ?=
 # The true partner type, one of the domain's; empty: the domain's default (TidyUP
 # low_capability, Overcooked type_2, who cannot chop or deliver).
 PARTNER ?=
@@ -167,8 +172,9 @@ help:
 	@sed -n '1,18p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
-	@echo "[cecm] running demo: domain=$(DOMAIN) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
+	@echo "[cecm] running demo: domain=$(DOMAIN)$(if $(HOUSEHOLD), household=$(HOUSEHOLD)) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
 	@$(ROS_ENV) $(VBIN)/cecm demo --domain $(DOMAIN) $(if $(PARTNER),--partner $(PARTNER)) --tasks $(TASKS) \
+	  $(if $(HOUSEHOLD),--household $(abspath $(HOUSEHOLD))) $(if $(CAPABILITIES),--capabilities-file $(abspath $(CAPABILITIES))) \
 	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(if $(PLAY_ON),--play) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) $(TEST_MSGS_STAMP) $(NODE_STAMP) lint

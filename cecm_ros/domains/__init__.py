@@ -96,7 +96,8 @@ BUILT_IN: dict[str, DomainSpec] = {spec.name: spec for spec in (
         skills=_PDDL_SKILLS,
         options={'household': "household YAML file ('' = the package's "
                               'config/tidyup_household.yaml)',
-                 'capabilities': "capability catalogue YAML file ('' = the package's "
+                 'capabilities': "capability catalogue YAML file ('' = the one the "
+                                 "household file names, else the package's "
                                  'config/capabilities.yaml)'},
         model_class='cecm_ros.domains.tidyup.model:TidyUpModel'),
     DomainSpec(

@@ -39,7 +39,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--household', metavar='YAML',
                         help='tidyup: household file (default: config/tidyup_household.yaml)')
     parser.add_argument('--capabilities-file', metavar='YAML',
-                        help='tidyup: capability catalogue (default: config/capabilities.yaml)')
+                        help='tidyup: capability catalogue (default: the one the household '
+                             'file names, else config/capabilities.yaml)')
 
 
 def add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:

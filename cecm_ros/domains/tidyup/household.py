@@ -58,6 +58,10 @@ class Household:
     plan_rooms: str = 'all'
     # 'pdb': canonical pattern databases instead of CEGAR (TidyUpModel.optimal_search).
     plan_heuristic: str = 'cegar'
+    # The capability catalogue written for this household (its file's ``capabilities``,
+    # relative to it): used when no catalogue is given, so that the household alone
+    # names a whole domain.
+    capabilities_file: Path | None = None
 
     def __post_init__(self):
         if len(self.rooms) < 2:
@@ -179,8 +183,24 @@ class Household:
                 move_cost={a: float(spec['agents'][a]['move_cost']) for a in AGENTS},
                 items=items, task_settings=settings,
                 plan_rooms=str(spec.get('plan_rooms', 'all')),
-                plan_heuristic=str(spec.get('plan_heuristic', 'cegar')))
+                plan_heuristic=str(spec.get('plan_heuristic', 'cegar')),
+                capabilities_file=_beside(path, spec.get('capabilities')))
         except CecmError:
             raise
         except (KeyError, TypeError, AttributeError, ValueError) as error:
             raise ConfigError(f'{path}: malformed household ({error!r})') from error
+
+
+def _beside(household_file: Path, name) -> Path | None:
+    """The household's own capability catalogue, a path relative to its file."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f'{household_file}: capabilities must name a capability catalogue '
+                          f'file, got {name!r}')
+    path = Path(name).expanduser()
+    path = path if path.is_absolute() else household_file.parent / path
+    if not path.is_file():
+        raise ConfigError(f'{household_file}: its capability catalogue {name!r} is not a '
+                          f'file ({path})')
+    return path

@@ -270,9 +270,11 @@ class TidyUpModel(PddlModel):
 
 def make_tidyup(household: str | Path | None = None,
                 capabilities: str | Path | None = None) -> TidyUpModel:
-    """TidyUP with an optional household file and capability catalogue."""
-    return TidyUpModel(Household.from_yaml(household) if household else None,
-                       CapabilityCatalog.from_yaml(capabilities) if capabilities else None)
+    """TidyUP with an optional household file and capability catalogue (by default the
+    one the household file names, else the package's)."""
+    home = Household.from_yaml(household) if household else None
+    catalogue = capabilities or (home.capabilities_file if home is not None else None)
+    return TidyUpModel(home, CapabilityCatalog.from_yaml(catalogue) if catalogue else None)
 
 
 __all__ = ['ACTION_UNIT', 'AGENTS', 'COST_SCALE', 'HUMAN', 'MAX_EXACT_PLAN_LENGTH', 'NOOP',

@@ -242,3 +242,32 @@ def make_task_in(model, human, robot, mug, goal):
                atom('item-at', 'mug', mug), atom('clean', 'mug'),
                atom('item-at', 'towel', 'bathroom'), atom('clean', 'towel')}
     return Task('doors', frozenset(initial), frozenset(goal))
+
+
+def test_a_household_may_name_its_capability_catalogue(tmp_path):
+    """The household alone is then the whole domain (make demo HOUSEHOLD=...); a
+    catalogue given explicitly still wins."""
+    from cecm_ros.core.resources import config_path
+    from cecm_ros.domains.tidyup.model import make_tidyup
+
+    ten = config_path('households/tidyup_10_rooms.yaml')
+    assert Household.from_yaml(ten).capabilities_file == ten.parent / 'capabilities_10_rooms.yaml'
+    assert len(make_tidyup(ten).catalog) == 40
+    assert len(make_tidyup(ten, config_path('capabilities.yaml')).catalog) == 20
+    assert Household.from_yaml().capabilities_file is None
+    assert len(make_tidyup().catalog) == 20
+    # Relative to the household file, not to the working directory.
+    (tmp_path / 'homes').mkdir()
+    (tmp_path / 'homes' / 'mine.yaml').write_text(config_path('capabilities.yaml').read_text())
+    named = write_household(tmp_path / 'homes', custom_document(capabilities='mine.yaml'))
+    assert Household.from_yaml(named).capabilities_file == tmp_path / 'homes' / 'mine.yaml'
+
+
+@pytest.mark.parametrize('value, message', [
+    ('absent.yaml', "capability catalogue 'absent.yaml' is not a file"),
+    ('', 'capabilities must name a capability catalogue file'),
+    (['a.yaml'], 'capabilities must name a capability catalogue file'),
+])
+def test_a_catalogue_the_household_names_must_exist(tmp_path, value, message):
+    with pytest.raises(ConfigError, match=message):
+        Household.from_yaml(write_household(tmp_path, custom_document(capabilities=value)))
