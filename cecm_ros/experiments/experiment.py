@@ -287,8 +287,15 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             result.candidates = len(candidates)
             result.information = round(information, 4)
             if heldout:
-                result.heldout_feasible = metrics.open_loop_feasible(
-                    model, robot_planner, heldout, estimator.estimate, truth)
+                try:
+                    result.heldout_feasible = metrics.open_loop_feasible(
+                        model, robot_planner, heldout, estimator.estimate, truth)
+                except PlannerTimeoutError as error:
+                    # A metric, not the run: left empty (nan) for this task.
+                    if report is not None:
+                        report(f'[run {run + 1}/{settings.runs} task {index + 1}/'
+                               f'{settings.tasks}] held-out feasibility not measured: '
+                               f'{error}')
             results.append(result)
             if report:
                 report(f'[run {run + 1}/{settings.runs} task {index + 1}/{settings.tasks}] '

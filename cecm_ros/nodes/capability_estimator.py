@@ -25,7 +25,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from cecm_ros.action import EstimateCapabilities
 from cecm_ros.core.domain import Planner
-from cecm_ros.core.errors import CecmError, PlanningError
+from cecm_ros.core.errors import CecmError, PlannerTimeoutError, PlanningError
 from cecm_ros.core.estimator import (
     NODE_PARAMETERS,
     CapabilityBelief,
@@ -304,6 +304,16 @@ class CapabilityEstimator(CecmNode):
         result = EstimateCapabilities.Result()
         try:
             report, updated = self._update(goal_handle, outcome)
+        except PlannerTimeoutError as error:
+            # As in `cecm experiment`: an update that cannot finish in the planner's time
+            # limit leaves the belief as it was (never a partial one), says so, and the
+            # session goes on; the task is not run again for it.
+            result.belief = self._publish()
+            result.updated = False
+            result.message = (f'update not finished ({error}); the belief is as before '
+                              'this task')
+            self._log_failure(outcome.task_id, result.message, self.get_logger().warning)
+            finish_goal(goal_handle.succeed)
         except (conv.MessageError, CecmError, ValueError) as error:
             result.message = f'update failed, belief unchanged: {error}'
             # A malformed outcome stays malformed; a crashed search, or the store

@@ -1376,3 +1376,37 @@ def test_a_planner_timeout_is_answered_with_the_reason(spares):
         assert 'found no answer within 0.001 s' in response.message, response.message
     assert g.call(PlanTask, 'plan_task', PlanTask.Request(task=task)).success
     assert g.processes.graph.alive('spare_joint_planner')
+
+
+def test_an_update_that_runs_out_of_search_time_keeps_the_belief_and_says_so(spares, session):
+    """The spare estimator, given planner_timeout_s 0.001 and no plan store, cannot make
+    a single plan: the update succeeds as "not finished", names the time limit, keeps the
+    belief it had (no task counted) and asks for no second run of the task (retry is for
+    failures that may go otherwise)."""
+    g = spares
+    name, process = '/spare/capability_estimator', 'spare_capability_estimator'
+    if g.state_of(name) == State.PRIMARY_STATE_ACTIVE:
+        g.transition(name, Transition.TRANSITION_DEACTIVATE)
+    if g.state_of(name) == State.PRIMARY_STATE_INACTIVE:
+        g.transition(name, Transition.TRANSITION_CLEANUP)
+    values = {**SPARES['capability_estimator'][1], 'planner_timeout_s': 0.001,
+              'plan_store': 'off', 'store_path': str(g.work / 'spare-timeout.sqlite')}
+    assert all(r.successful for r in g.set_parameters(name, values))
+    for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+        assert g.transition(name, transition), g.log(process)[-3000:]
+    outcome = TaskOutcome(task_id=session['task_id'], partner_id='partner',
+                          session_id='timeout-session', task_index=0,
+                          goal_propositions=_task_goal(g, session),
+                          trajectory=_session_states(session), goal_reached=True)
+    response = g.goal(EstimateCapabilities, f'{name}/estimate',
+                      EstimateCapabilities.Goal(outcome=outcome))
+    assert response is not None and response.status == 4, response   # succeeded
+    message = response.result.message
+    assert message.startswith('update not finished') and 'within 0.001 s' in message, message
+    assert 'the belief is as before this task' in message
+    assert not response.result.updated and not response.result.retry
+    assert response.result.belief.tasks_seen == 0
+    g.wait_log(process, 'update not finished')
+    assert g.processes.graph.alive(process)
+    for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+        assert g.transition(name, transition)
