@@ -135,3 +135,14 @@ def test_the_load_harness_runs_a_selection_beside_burners_and_reports_it(tmp_pat
     (run,) = json.loads((tmp_path / 'runs.json').read_text())
     assert run['passed'] > 0 and run['failed'] == 0 and run['internal_errors'] == []
     assert run['load'] == 0.5
+
+
+def test_the_planning_free_benchmark_checks_both_versions_agree():
+    """bench/planning_free.py asserts that each fast version answers as the plain one
+    before it times them; a small run must get through those checks."""
+    done = subprocess.run([sys.executable, str(BENCH / 'planning_free.py'), '--samples', '200',
+                           '--repeats', '2', '--seed', '3'],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'distinct rows, N = 200 x 40' in done.stdout
+    assert 'graded distance, 30x30 of 150 bits' in done.stdout
