@@ -62,8 +62,9 @@ def main() -> int:
         expected = np.unique(rows, axis=0, return_counts=True)
         found = unique_rows(rows, return_counts=True)
         assert all(np.array_equal(a, b) for a, b in zip(expected, found)), 'rows differ'
-        plain = _median_s(lambda: np.unique(rows, axis=0, return_counts=True), args.repeats)
-        ours = _median_s(lambda: unique_rows(rows, return_counts=True), args.repeats)
+        plain = _median_s(lambda rows=rows: np.unique(rows, axis=0, return_counts=True),
+                          args.repeats)
+        ours = _median_s(lambda rows=rows: unique_rows(rows, return_counts=True), args.repeats)
         print(f'{f"distinct rows, N = {samples:,} x {args.capabilities}":<34} '
               f'{plain * 1e3:>11.3f} {ours * 1e3:>10.3f} {plain / ours:>6.1f}x')
     top = 1 << args.bits
