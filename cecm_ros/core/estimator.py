@@ -571,6 +571,11 @@ class Estimator:
                progress: ProgressCallback | None = None) -> UpdateReport:
         raise NotImplementedError
 
+    def plan_ahead(self, task: Task, observed: Sequence[State]) -> None:
+        """Make now, while the team still works on ``task``, plans its update will ask
+        for (``observed``: its states so far). The belief is not touched; the update
+        finds the plans in the planner's memory. Nothing to plan here."""
+
 
 class OptimisticEstimator(Estimator):
     """Assumes a fully capable partner and never learns."""
@@ -708,6 +713,17 @@ class CecmEstimator(Estimator):
         belief.last_accepted = len(accepted)
         return UpdateReport(task.task_id, len(samples), len(accepted), bool(len(accepted)),
                             message)
+
+    def plan_ahead(self, task: Task, observed: Sequence[State]) -> None:
+        # The hypotheses the update weighs first: the distinct particles, in the order
+        # the update asks for them. Only a graded likelihood's model plans ahead (the
+        # accept/reject one is replayed bit for bit, so it keeps to the update's plans).
+        posterior, model = self.belief.posterior, self.likelihood_model
+        if posterior is None or model is None or posterior.particles is None:
+            return
+        particles = posterior.particles
+        first = np.sort(unique_rows(particles, return_index=True)[1])
+        model.plan_ahead(task, particles[first], tuple(plain_state(s) for s in observed))
 
     def _update_posterior(self, task, observed, progress) -> UpdateReport:
         self.model.validate_task(task)

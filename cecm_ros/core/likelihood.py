@@ -136,6 +136,12 @@ class LikelihoodModel:
     def seeds(self) -> int:
         return len(self.evaluators)
 
+    def plan_ahead(self, task, vectors: np.ndarray, observed: Sequence) -> None:
+        """Make the plans weighing ``vectors`` by ``task`` will ask for, as far as the
+        states observed so far tell (the team still works): here the plans from the
+        start. Only the planner's memory changes."""
+        self.primary.predicted_trajectories(task, vectors)
+
     def proven(self, observed: Sequence, size: int) -> np.ndarray:
         """The capabilities ``observed`` proves the partner has (none without a domain
         function, or for a likelihood without the feasibility term)."""
@@ -235,6 +241,14 @@ class StepwiseLikelihoodModel(LikelihoodModel):
     def explained_floor(self, observed: Sequence) -> float | None:
         """The log-likelihood of a hypothesis whose plans follow every step."""
         return (len(observed) - 1) * float(np.log1p(-self.likelihood.lapse))
+
+    def plan_ahead(self, task, vectors: np.ndarray, observed: Sequence) -> None:
+        """The walk over the states observed so far: it plans from every state a
+        hypothesis departs at, as the walk over the whole trajectory will (which departs
+        at the same states up to there), so most of an update's plans can be made while
+        the team still works."""
+        if len(observed):
+            self.log_likelihood(task, vectors, observed)
 
     def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))

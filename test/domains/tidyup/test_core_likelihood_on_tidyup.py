@@ -325,3 +325,33 @@ def test_the_usage_likelihood_weighs_how_often_searches_use_each_capability():
     assert logs[2] == -np.inf   # lacks c0, which the observation proves
     with pytest.raises(ConfigError, match='needs a lapse in'):
         Likelihood.named('usage', 0.24, 0.0, 0.0)
+
+
+def test_planning_ahead_leaves_the_update_less_to_plan_and_the_same_belief(model):
+    """Estimator.plan_ahead with the states so far (as the team works) makes plans the
+    update then finds in the planner's memory; the update's belief is the one of an
+    update without it. Two planners, so that neither borrows the other's plans."""
+    truth = model.catalog.resolve(PARTNER)
+    settings = EstimatorSettings(samples=120)
+    beliefs, update_plans, ahead_plans = [], [], []
+    for ahead in (False, True):
+        with FastDownwardPlanner(model, workers=2) as own:
+            estimator = make_estimator('cecm', model, SharedPlanEvaluator(own), settings,
+                                       seed=2)
+            for task in TaskGenerator(model, 11).tasks(2):
+                with FastDownwardPlanner(model, workers=1) as partner:
+                    observed = partner.plan(task, truth).trajectory
+                before = own.calls
+                if ahead:
+                    for count in range(1, len(observed) + 1):
+                        estimator.plan_ahead(task, observed[:count])
+                ahead_plans.append(own.calls - before)
+                before = own.calls
+                estimator.update(task, observed)
+                update_plans.append(own.calls - before)
+            beliefs.append(estimator.belief)
+    without, with_ahead = update_plans[:2], update_plans[2:]
+    assert ahead_plans[:2] == [0, 0] and min(ahead_plans[2:]) > 0
+    assert sum(with_ahead) < sum(without), (update_plans, ahead_plans)
+    assert np.allclose(beliefs[0].theta, beliefs[1].theta)
+    assert [r.status for r in beliefs[0].report] == [r.status for r in beliefs[1].report]
