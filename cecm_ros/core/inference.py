@@ -275,15 +275,19 @@ def memoised(known: dict[bytes, float], vectors: np.ndarray,
              compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Per vector, its value in ``known``, computing the missing ones once (distinct
     vectors in one batch, since each may cost a plan)."""
-    keys = [_key(v) for v in vectors]
-    missing: dict[bytes, np.ndarray] = {}
-    for key, vector in zip(keys, vectors):
-        if key not in known and key not in missing:
-            missing[key] = vector
+    vectors = np.asarray(vectors)
+    if not len(vectors):
+        return np.zeros(0)
+    # One key per distinct vector (the particles repeat: thousands of rows, hundreds of
+    # vectors), asked for in the order the vectors first appear.
+    distinct, first, inverse = unique_rows(vectors, return_index=True, return_inverse=True)
+    keys = [_key(v) for v in distinct]
+    missing = sorted((i for i, key in enumerate(keys) if key not in known),
+                     key=lambda i: first[i])
     if missing:
-        known.update(zip(missing, (float(v) for v in
-                                   compute(np.array(list(missing.values()))))))
-    return np.array([known[key] for key in keys], dtype=float)
+        known.update(zip((keys[i] for i in missing),
+                         (float(v) for v in compute(distinct[missing]))))
+    return np.array([known[key] for key in keys], dtype=float)[inverse]
 
 
 class ParticlePosterior:
