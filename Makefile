@@ -5,8 +5,8 @@
 # interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
 #
-#   make / make demo   run the demo  (DOMAIN=, HOUSEHOLD=, PARTNER=, TASKS=, SEED=,
-#                      DEMO_SAMPLES=, DEMO_ARGS=)
+#   make / make demo   run the demo  (DOMAIN=, HOUSEHOLD=, CAPABILITIES=, PARTNER=,
+#                      TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
 #   make test          ruff + mypy + pytest
@@ -169,7 +169,7 @@ PIP_NOISE := -e 'is ignored: it is neither a file nor a directory'
 .PHONY: demo test lint build venv clean help
 
 help:
-	@sed -n '1,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,19p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
 	@echo "[cecm] running demo: domain=$(DOMAIN)$(if $(HOUSEHOLD), household=$(HOUSEHOLD)) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"

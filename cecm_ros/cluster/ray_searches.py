@@ -49,8 +49,8 @@ from cecm_ros.core.planning import CachingPlanner
 
 RAY_HINT = "pip install ray (or pip install 'cecm_ros[ray]'; `make venv` installs it)"
 ADDRESS_FORMS = "auto, HOST:PORT, ray://HOST:PORT or local:N ('' = search in this process)"
-# A head that `ray start` made (Ray 2.59 and later) asks every client for its token.
-AUTH_HINT = ('if the head asks for a token, as one `ray start` made does, run with '
+# A head with Ray's token authentication on asks every client for its token.
+AUTH_HINT = ('if the head asks for a token (Ray token authentication), run with '
              'RAY_AUTH_MODE=token; the token is read from $RAY_AUTH_TOKEN, '
              '$RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (`ray get-auth-token`)')
 PROBE_TIMEOUT_S = 5.0          # a head that does not accept a connection by then is down
@@ -284,7 +284,7 @@ def _connect(address: str) -> _Connection:
         detail = str(error) if isinstance(error, CecmError) else \
             f'{type(error).__name__}: {error}'
         if kind != 'local' and not isinstance(error, CecmError) and \
-                os.environ.get('RAY_AUTH_MODE', '') != 'token':
+                os.environ.get('RAY_AUTH_MODE', '').strip().lower() != 'token':
             detail += f' ({AUTH_HINT})'
         raise ConfigError(f'cannot connect to the Ray cluster at {address}: {detail}') \
             from error

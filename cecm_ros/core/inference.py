@@ -275,7 +275,7 @@ def memoised(known: dict[bytes, float], vectors: np.ndarray,
              compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Per vector, its value in ``known``, computing the missing ones once (distinct
     vectors in one batch, since each may cost a plan)."""
-    vectors = np.asarray(vectors)
+    vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
     if not len(vectors):
         return np.zeros(0)
     # One key per distinct vector (the particles repeat: thousands of rows, hundreds of

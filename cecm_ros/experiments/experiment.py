@@ -378,8 +378,13 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
         entry: dict[str, Any] = {'task': index + 1, 'runs': len(rows)}
         for name in METRICS:
             values = [getattr(r, name) for r in rows]
-            if not any(isinstance(v, float) and math.isnan(v) for v in values):
+            measured = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+            if len(measured) == len(values):
                 entry[name] = mean_ci95(values)
+            elif measured:
+                # Some runs could not measure it (a held-out search that timed out): the
+                # mean of those that did, and how many.
+                entry[name] = {**mean_ci95(measured), 'measured_runs': len(measured)}
         # The paper's appendix B.1: how each capability's estimate evolves over tasks.
         thetas = np.array([[float(v) for v in r.theta.split()] for r in rows])
         entry['theta'] = {name: mean_ci95(thetas[:, i])

@@ -77,6 +77,7 @@ GOAL_LOST_AFTER_S = 2.0
 # before that is lost (volatile), which the robot takes for consent.
 LISTENER_WAIT_S = 10.0
 PERSON = 'person'   # partner_behaviour of play mode: a person chooses the partner's actions
+ANNOUNCED_KEPT = 16   # runs asked for, remembered in order (a wait ends at a later one)
 CHOICES_KEPT = 50   # a person's choices remembered, by (task id, attempt, step)
 
 
@@ -133,9 +134,11 @@ class SimulatedHumanNode(CecmNode):
         self.human: CoreHuman | None = None
         self.task = None
         self.attempt = 0
-        # The run the task manager asked for last, seen at once (not queued behind an
-        # intent that waits for a person's choice): it ends the wait of an older run.
-        self.requested: tuple[str, int] | None = None
+        # The runs the task manager asked for, seen at once (not queued behind an intent
+        # that waits for a person's choice), each with the order it was first asked for
+        # in: a later one ends the wait of an earlier one.
+        self.announced: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self.announcements = 0
         self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
         # The partner's own action at each step of the current run of the task.
         self.acted: dict[int, SentAction] = {}
@@ -174,7 +177,8 @@ class SimulatedHumanNode(CecmNode):
         self.unheard = False   # an answer waited in vain for a subscriber: no more waits
         self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
         self.task = None
-        self.requested = None
+        self.announced = OrderedDict()
+        self.announcements = 0
         # Tasks and intents are handled one at a time, in arrival order.
         serial = MutuallyExclusiveCallbackGroup()
         namespace = self.param('human_skill_namespace').rstrip('/')
@@ -258,10 +262,19 @@ class SimulatedHumanNode(CecmNode):
             self._on_intent(self.early.pop(key))
 
     def _on_task_announced(self, msg: TaskRequest) -> None:
-        if not self.active or not msg.task_id:
+        if not self.active:
             return
+        try:
+            conv.task_from_msg(self.model, msg)
+        except conv.MessageError:
+            return   # no run at all (_on_task says why): it ends no wait
+        run = (msg.task_id, msg.attempt)
         with self.locked():
-            self.requested = (msg.task_id, msg.attempt)
+            if run not in self.announced:
+                self.announcements += 1
+                self.announced[run] = self.announcements
+                while len(self.announced) > ANNOUNCED_KEPT:
+                    self.announced.popitem(last=False)
         self.notify()
 
     # ------------------------------------------------------------------ intents
@@ -349,7 +362,9 @@ class SimulatedHumanNode(CecmNode):
         limit = self.param('choice_timeout_s') or None
 
         def superseded() -> bool:
-            return self.requested is not None and self.requested != (task_id, attempt)
+            # Asked for after this run (whichever of the two subscriptions heard first).
+            order = self.announced.get((task_id, attempt))
+            return order is not None and self.announcements > order
 
         with self.locked():
             ready = key in self.choices

@@ -199,8 +199,4 @@ def _beside(household_file: Path, name) -> Path | None:
         raise ConfigError(f'{household_file}: capabilities must name a capability catalogue '
                           f'file, got {name!r}')
     path = Path(name).expanduser()
-    path = path if path.is_absolute() else household_file.parent / path
-    if not path.is_file():
-        raise ConfigError(f'{household_file}: its capability catalogue {name!r} is not a '
-                          f'file ({path})')
-    return path
+    return path if path.is_absolute() else household_file.parent / path

@@ -273,7 +273,12 @@ def make_tidyup(household: str | Path | None = None,
     """TidyUP with an optional household file and capability catalogue (by default the
     one the household file names, else the package's)."""
     home = Household.from_yaml(household) if household else None
-    catalogue = capabilities or (home.capabilities_file if home is not None else None)
+    catalogue = capabilities
+    if not catalogue and home is not None and home.capabilities_file is not None:
+        catalogue = home.capabilities_file
+        if not catalogue.is_file():   # (checked only when used: an explicit one wins)
+            raise ConfigError(f'household {home.name!r} names the capability catalogue '
+                              f'{catalogue}, which is not a file')
     return TidyUpModel(home, CapabilityCatalog.from_yaml(catalogue) if catalogue else None)
 
 

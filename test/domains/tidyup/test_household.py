@@ -264,10 +264,21 @@ def test_a_household_may_name_its_capability_catalogue(tmp_path):
 
 
 @pytest.mark.parametrize('value, message', [
-    ('absent.yaml', "capability catalogue 'absent.yaml' is not a file"),
     ('', 'capabilities must name a capability catalogue file'),
     (['a.yaml'], 'capabilities must name a capability catalogue file'),
 ])
-def test_a_catalogue_the_household_names_must_exist(tmp_path, value, message):
+def test_a_catalogue_the_household_names_must_be_a_file_name(tmp_path, value, message):
     with pytest.raises(ConfigError, match=message):
         Household.from_yaml(write_household(tmp_path, custom_document(capabilities=value)))
+
+
+def test_a_missing_catalogue_the_household_names_is_refused_only_when_used(tmp_path):
+    from cecm_ros.core.resources import config_path
+    from cecm_ros.domains.tidyup.model import make_tidyup
+
+    named = write_household(tmp_path, custom_document(capabilities='absent.yaml'))
+    with pytest.raises(ConfigError, match=r"names the capability catalogue .*absent.yaml, "
+                                          'which is not a file'):
+        make_tidyup(named)
+    # Another catalogue given explicitly: the missing one is never read.
+    assert len(make_tidyup(named, config_path('capabilities.yaml')).catalog) == 20
