@@ -158,12 +158,12 @@ class TidyUpModel(PddlModel):
         a plan when the household does; a partner holding an item may have nowhere among
         them to put it down, hence every room then. Every room opens onto every other
         and a move costs an agent the same wherever it goes, so no route needs another
-        room; what such a problem cannot express is an item
-        handed over or put down in a room nothing else happens in. An optimal plan may
-        do that where no room of the task serves as cheaply, or where one serves exactly
-        as well and the tie-breaking costs prefer the other room. That is not proven
-        never to change a plan, which is why it is the household's choice:
-        docs/performance.md measures it on the 10-room household.
+        room; what such a problem cannot express is an item handed over or put down in a
+        room nothing else happens in. An optimal plan may do that where no room of the
+        task serves as cheaply, or where one serves exactly as well and the tie-breaking
+        costs prefer the other room. That is not proven never to change a plan, which is
+        why it is the household's choice: docs/performance.md measures it on the 10-room
+        household.
         """
         house = self.household
         if house.plan_rooms != 'task' or any(split_atom(text)[:2] == ('holding', HUMAN)
