@@ -140,6 +140,8 @@ class Planner(ABC):
     guarantees: PlannerGuarantees
     calls: int = 0
     cache_hits: int = 0
+    # The seed of this planner's own random choices (None: a planner without seeds).
+    search_seed: int | None = None
 
     @abstractmethod
     def plan_many(self, task: Task, vectors: Iterable[np.ndarray]) -> list[JointPlan]:
@@ -195,6 +197,13 @@ class Planner(ABC):
     def with_seed(self, seed: int) -> Planner | None:
         """A planner like this one whose own random choices take ``seed`` (another search
         among equally good plans), or None for a planner without a seed (the default)."""
+        return None
+
+    def satisficing(self, seed: int) -> Planner | None:
+        """A planner of another configuration than this one, seeded with ``seed``, that
+        takes the first plan it finds rather than the best (a greedy best-first search, a
+        shallow tree search): a ``satisficing`` simulated partner plans with it. None (the
+        default) when the domain's planner has none."""
         return None
 
     def cached_plans(self, task: Task) -> list[tuple[np.ndarray, JointPlan]]:
@@ -393,6 +402,18 @@ class Domain(WorldModel[StateT], StateCodec[StateT]):
     Planners, the web panel's drawing and the robot's skill kinds are not part of it:
     a domain declares them beside its model in the registry (:mod:`cecm_ros.domains`).
     """
+
+    def goal_progress(self, task: Task, state: StateT) -> float:
+        """How far ``state`` is along ``task``'s goal, higher is nearer: the simple
+        distance a greedy partner climbs. By default how many of the goal's atoms hold
+        (a domain whose goal is one atom says more)."""
+        facts = set(self.state_facts(state))
+        return float(sum(atom in facts for atom in task.goal))
+
+    def interchangeable_capabilities(self) -> tuple[tuple[int, ...], ...]:
+        """Groups of capabilities that serve the same purpose (two plates, two knives),
+        by index: a partner's habit may keep to one of each. None by default."""
+        return ()
 
 
 class AtomSetStates(StateCodec[frozenset]):

@@ -36,7 +36,10 @@ from .inference import (
     describe_report,
 )
 from .likelihood import (
+    LAPSE_LIKELIHOODS,
     LIKELIHOODS,
+    PLAN_SET_LIKELIHOODS,
+    FittedLapseLikelihoodModel,
     Likelihood,
     LikelihoodModel,
     StepwiseLikelihoodModel,
@@ -94,7 +97,7 @@ class EstimatorSettings:
     proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
     # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
     # the domain's value (Domain.likelihood_defaults).
-    likelihood: str | None = None     # 'stepwise', 'usage', 'kernel' (graded) or 'indicator'
+    likelihood: str | None = None     # core/likelihood.py's LIKELIHOODS
     lapse: float | None = None        # graded: chance of what no modelled plan explains
     bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
     likelihood_seeds: int | None = None   # kernel, usage: searches per hypothesis
@@ -139,7 +142,7 @@ class EstimatorSettings:
                               f'{self.likelihood!r}')
         if self.lapse is not None and not 0.0 <= self.lapse < 1.0:
             raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
-        if self.likelihood in ('stepwise', 'usage') and self.lapse is not None \
+        if self.likelihood in LAPSE_LIKELIHOODS and self.lapse is not None \
                 and not 0.0 < self.lapse < 0.5:
             raise ConfigError(f'the {self.likelihood} likelihood needs a lapse in (0, 0.5), '
                               f'got {self.lapse}')
@@ -534,6 +537,7 @@ class UpdateReport:
     samples_accepted: int
     updated: bool       # False when nothing was accepted and the belief stayed as it was
     message: str
+    changed: bool = False   # the partner seems to have changed: earlier tasks set aside
 
 
 class Estimator:
@@ -634,15 +638,19 @@ class CecmEstimator(Estimator):
         if planner is not None and (self.settings.likelihood_seeds or 1) > 1:
             from .hypotheses import evaluator_for
 
-            evaluators += [evaluator_for(self.method, twin) for twin in
+            # The same kind of evaluator on each twin (CE-CM-Div's with its set rules).
+            diversity = getattr(evaluator, 'diversity', None) if self.method == 'cecm_div' \
+                else None
+            evaluators += [evaluator_for(self.method, twin, diversity) for twin in
                            seeded_planners(planner, self.settings.likelihood_seeds or 1)[1:]]
         if self.settings.likelihood == 'usage':
             return UsageLikelihoodModel(self.settings.likelihood_form(), evaluators,
                                         self.model.exercised_capabilities)
-        if self.settings.likelihood == 'stepwise':
-            return StepwiseLikelihoodModel(self.settings.likelihood_form(), evaluators[:1],
-                                           self.model.exercised_capabilities,
-                                           self.model.task_from_state)
+        if self.settings.likelihood in ('stepwise', 'fitted_stepwise'):
+            kind = StepwiseLikelihoodModel if self.settings.likelihood == 'stepwise' \
+                else FittedLapseLikelihoodModel
+            return kind(self.settings.likelihood_form(), evaluators[:1],
+                        self.model.exercised_capabilities, self.model.task_from_state)
         return LikelihoodModel(self.settings.likelihood_form(), evaluators,
                                self.model.exercised_capabilities)
 
@@ -743,14 +751,30 @@ class CecmEstimator(Estimator):
         updated.last_accepted = result.survivors
         self.belief = updated
         return UpdateReport(task.task_id, self.settings.samples, result.survivors,
-                            result.explained, result.message)
+                            result.explained, result.message, result.changed)
 
 
 class CecmDivEstimator(CecmEstimator):
     """CE-CM-Div: CE-CM with a set of diverse plans per hypothesis (give it a
-    :class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`)."""
+    :class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`). Under a likelihood that
+    compares with one plan per hypothesis the sets would be made and never read, so such
+    a likelihood is refused (:data:`PLAN_SET_LIKELIHOODS` read them)."""
 
     method = 'cecm_div'
+
+    def __init__(self, model: Domain, evaluator, settings: EstimatorSettings | None = None,
+                 seed: int = 0, belief: CapabilityBelief | None = None):
+        chosen = (belief.settings if belief is not None
+                  else (settings or EstimatorSettings())).for_domain(model)
+        if chosen.weighted and chosen.likelihood not in PLAN_SET_LIKELIHOODS:
+            raise ConfigError(
+                f'CE-CM-Div compares what the team did with a set of plans per hypothesis, '
+                f'but the {chosen.likelihood} likelihood'
+                + (f' ({model.name}\'s default)' if (settings is None or
+                                                      settings.likelihood is None) else '')
+                + ' compares with one plan; choose a likelihood that reads the sets: '
+                + ', '.join(PLAN_SET_LIKELIHOODS) + ' (--likelihood)')
+        super().__init__(model, evaluator, settings, seed, belief)
 
 
 class QLearningBaseline(OptimisticEstimator):

@@ -284,6 +284,8 @@ class DiversePlanEvaluator(_PlanEvaluator):
     them instead, with the same k and delta; the sets above are the fallback.
     """
 
+    makes_sets = True   # (the likelihoods that read sets ask)
+
     def __init__(self, planner: Planner,
                  max_plans: int = PLAN_SET_DEFAULTS['max_plans'],  # type: ignore[assignment]
                  diversity: float = PLAN_SET_DEFAULTS['diversity'],  # type: ignore[assignment]

@@ -247,6 +247,7 @@ class PosteriorUpdate:
     distinct: int            # distinct hypotheses among the particles afterwards
     forgotten: list[str] = field(default_factory=list)   # tasks dropped to explain it
     message: str = ''
+    changed: bool = False    # the partner seems to have changed: earlier tasks set aside
 
 
 def _capability_blocks(blocks, size: int, what: str,
@@ -1014,12 +1015,16 @@ def exact_posterior(prior: CapabilityPrior, live: np.ndarray, epsilon: float, ev
     vectors = np.ones((len(grid), prior.size), dtype=bool)
     vectors[:, live_index] = grid
     log_weight = prior.log_prob(vectors)
+    terms, steps = np.zeros(len(vectors)), 0
     for task, observed in evidence:
         if likelihood is not None:
-            log_weight = log_weight + likelihood.log_likelihood(task, vectors, observed)
+            terms = terms + likelihood.task_terms(task, vectors, observed)
+            steps += len(observed) - 1
             continue
         explains = evaluator.distances(task, vectors, observed) < epsilon
         log_weight = np.where(explains, log_weight, -np.inf)
+    if likelihood is not None:
+        log_weight = log_weight + likelihood.combine(terms, steps)
     if np.isneginf(log_weight).all():
         raise ConfigError('no capability vector explains all the evidence')
     weight = np.exp(log_weight - log_weight.max())

@@ -23,6 +23,17 @@ The posterior (``weighted_posterior``) multiplies, per task, a likelihood
 ``indicator`` (lapse 0, no shoulder, no feasibility term) is the hard accept/reject of
 earlier versions, kept so that old results can be re-made.
 
+``fitted_stepwise`` is the stepwise likelihood with the partner's lapse not fixed but
+inferred with the capabilities: one lapse per partner, shared by all its tasks, on a grid
+(:data:`LAPSE_GRID`, equal prior weights) over which the likelihood of every task seen is
+summed. A partner who follows the robot's model with rare slips is weighed as with a
+small lapse (each slip is strong evidence); one whom no hypothesis predicts well (another
+decision rule: a myopic person, a habit) gets a large fitted lapse, so its departures
+from a hypothesis's plans cost little (robust Bayes under misspecification: a lapse
+fitted per partner rather than fixed, cf. Masters & Sardina 2021). Tasks then no longer
+add up independently: each gives its slips per hypothesis (:meth:`~LikelihoodModel.
+task_terms`) and the posterior combines them (:meth:`~LikelihoodModel.combine`).
+
 Nothing here knows a domain: the trajectories come from hypothesis evaluators
 (:mod:`~cecm_ros.core.hypotheses`) and the proven capabilities from
 ``Domain.exercised_capabilities``.
@@ -38,7 +49,16 @@ import numpy as np
 
 from .errors import ConfigError
 
-LIKELIHOODS = ('kernel', 'stepwise', 'usage', 'indicator')
+LIKELIHOODS = ('kernel', 'stepwise', 'fitted_stepwise', 'usage', 'indicator')
+# The likelihoods that take a lapse in (0, 0.5) (the fitted one infers its own).
+LAPSE_LIKELIHOODS = ('stepwise', 'usage')
+# fitted_stepwise: the lapses a partner may have (equal prior weights), each below 1/2 so
+# that a slip is always the less likely outcome of a step.
+LAPSE_GRID = (0.01, 0.03, 0.06, 0.1, 0.15, 0.22, 0.3, 0.38, 0.45)
+# The likelihoods that read a hypothesis's set of plans (CE-CM-Div) where there is one: the
+# kernel and the indicator by the set's closest plan, usage by how often its plans use
+# each capability. The stepwise likelihood follows one plan.
+PLAN_SET_LIKELIHOODS = ('kernel', 'usage', 'indicator')
 # Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
 # any seed a simulated partner searches with, so the two never share a random stream.
 LIKELIHOOD_SEED_BASE = 1_500_000_007
@@ -68,7 +88,7 @@ class Likelihood:
                               f'{", ".join(LIKELIHOODS)}')
         if kind == 'indicator':
             return cls(epsilon, 0.0, 0.0, feasibility=False)
-        if kind in ('stepwise', 'usage') and not 0.0 < lapse < 0.5:
+        if kind in LAPSE_LIKELIHOODS and not 0.0 < lapse < 0.5:
             raise ConfigError(f'the {kind} likelihood needs a lapse in (0, 0.5), got {lapse}')
         return cls(epsilon, lapse, bandwidth, feasibility=True)
 
@@ -141,6 +161,25 @@ class LikelihoodModel:
         states observed so far tell (the team still works): here the plans from the
         start. Only the planner's memory changes."""
         self.primary.predicted_trajectories(task, vectors)
+
+    # Whether the tasks' log-likelihoods simply add up (their terms are those).
+    additive = True
+
+    def task_terms(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """What one task contributes per vector; the posterior adds the terms of its
+        tasks and :meth:`combine` makes the log-likelihood of them all. Here the task's
+        log-likelihood (tasks are independent given the vector)."""
+        return self.log_likelihood(task, vectors, observed)
+
+    def combine(self, terms: np.ndarray, steps: int) -> np.ndarray:
+        """The log-likelihood of tasks whose terms add up to ``terms`` and whose observed
+        trajectories have ``steps`` joint steps in all. Adding a task never raises it (a
+        partial sum bounds the whole from above)."""
+        return terms
+
+    def report_logs(self, terms: np.ndarray, observed: Sequence) -> np.ndarray:
+        """One task's terms as the log-likelihoods :meth:`explained_floor` speaks of."""
+        return terms
 
     def proven(self, observed: Sequence, size: int) -> np.ndarray:
         """The capabilities ``observed`` proves the partner has (none without a domain
@@ -251,15 +290,24 @@ class StepwiseLikelihoodModel(LikelihoodModel):
             self.log_likelihood(task, vectors, observed)
 
     def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        slips = self.slips(task, vectors, observed)
+        steps = len(observed) - 1
+        lapse = self.likelihood.lapse
+        with np.errstate(invalid='ignore'):
+            logs = slips * np.log(lapse) + (steps - slips) * np.log1p(-lapse)
+        return np.where(np.isfinite(slips), logs, -np.inf)
+
+    def slips(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """Per vector, at how many of the observed steps the partner left its plan (inf
+        for a vector that cannot make the observation, ``F`` = 0)."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
         feasible = self.feasible(vectors, observed)
-        logs = np.where(feasible, 0.0, -np.inf)
+        slips = np.where(feasible, 0.0, np.inf)
         rows = np.flatnonzero(feasible)
         if not len(rows):
-            return logs
-        follow, slip = np.log1p(-self.likelihood.lapse), np.log(self.likelihood.lapse)
+            return slips
         steps = len(observed) - 1
         current: dict[int, tuple | None] = {}
         position = dict.fromkeys(rows.tolist(), 0)
@@ -280,12 +328,45 @@ class StepwiseLikelihoodModel(LikelihoodModel):
                 if trajectory is not None:
                     ahead = min(position[row] + 1, len(trajectory) - 1)
                     if trajectory[ahead] == observed[t + 1]:
-                        logs[row] += follow
                         position[row] = ahead
                         continue
-                logs[row] += slip
+                slips[row] += 1.0
                 replan.append(row)
-        return logs
+        return slips
+
+
+class FittedLapseLikelihoodModel(StepwiseLikelihoodModel):
+    """The stepwise likelihood with the partner's lapse inferred (``fitted_stepwise``;
+    module docstring): a task's term is its number of slips, and the tasks' slips
+    ``K`` over ``N`` steps weigh a vector by ``sum_l w_l * l**K * (1 - l)**(N - K)``
+    over the lapse grid."""
+
+    grid = np.array(LAPSE_GRID)
+    additive = False
+
+    def task_terms(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        return self.slips(task, vectors, observed)
+
+    def combine(self, terms: np.ndarray, steps: int) -> np.ndarray:
+        slips = np.asarray(terms, dtype=float)
+        finite = np.isfinite(slips)
+        kept = np.where(finite, slips, 0.0)[:, None]
+        with np.errstate(invalid='ignore'):
+            logs = kept * np.log(self.grid) + (steps - kept) * np.log1p(-self.grid)
+        high = logs.max(axis=1, keepdims=True)
+        mixed = high[:, 0] + np.log(np.exp(logs - high).mean(axis=1))
+        return np.where(finite, mixed, -np.inf)
+
+    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """One task alone, its lapse inferred from it alone."""
+        return self.combine(self.slips(task, vectors, observed), len(observed) - 1)
+
+    def report_logs(self, terms: np.ndarray, observed: Sequence) -> np.ndarray:
+        return self.combine(terms, len(observed) - 1)
+
+    def explained_floor(self, observed: Sequence) -> float | None:
+        """A hypothesis whose plans follow every step of the task."""
+        return float(self.combine(np.zeros(1), len(observed) - 1)[0])
 
 
 class UsageLikelihoodModel(LikelihoodModel):
@@ -295,7 +376,8 @@ class UsageLikelihoodModel(LikelihoodModel):
     lets change the world, so the summary statistic here is the set of capabilities a
     trajectory proves used (``Domain.exercised_capabilities``). Per capability, ``c``'s
     ``M`` seeded searches give how often a partner like ``c`` uses it on this task
-    (``(uses + 1) / (M + 2)``, Laplace's rule, kept inside ``[lapse, 1 - lapse]``); the
+    (``(uses + 1) / (M + 2)``, Laplace's rule, kept inside ``[lapse, 1 - lapse]``; with
+    CE-CM-Div's plan sets a search counts the share of its set's plans that use it); the
     observation weighs ``c`` by the product of
     those frequencies for the capabilities it shows used and their complements for the
     others, the capabilities taken as independent (an approximation). ABC with this
@@ -327,6 +409,13 @@ class UsageLikelihoodModel(LikelihoodModel):
         lapse = self.likelihood.lapse
         frequency = np.zeros((len(rows), vectors.shape[1]))
         for evaluator in self.evaluators:
+            # One trajectory per hypothesis, or (CE-CM-Div) a set whose plans share a vote.
+            if getattr(evaluator, 'makes_sets', False):
+                for row, trajectories in enumerate(evaluator.trajectory_sets(task,
+                                                                             vectors[rows])):
+                    frequency[row] += np.mean([self._used_along(t) for t in trajectories],
+                                              axis=0)
+                continue
             predicted = evaluator.predicted_trajectories(task, vectors[rows])
             frequency += np.array([self._used_along(t) for t in predicted], dtype=float)
         # Laplace's rule: four searches that all use a capability say "likely", not

@@ -25,12 +25,16 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .domain import HUMAN, NOOP, Domain, JointPlan, JointStep, Planner, State, Task
 from .errors import CecmError, ConfigError, UnsolvableTaskError
 from .simulator import ActionOutcome, WorldSimulator
+
+if TYPE_CHECKING:
+    from .partner_policies import PolicyPartner
 
 
 def off_plan(plan: JointPlan, done: int, state: State) -> bool:
@@ -47,10 +51,11 @@ class ReplanRule:
     step nobody answered (silence is consent, but nobody then enforces the partner's
     plan), also when the world is not where the plan predicted (:func:`off_plan`), and,
     after ``idle_limit`` such steps in a row in which the plan gave the partner an
-    action and nothing changed, for the robot alone from then on: a partner who will
-    not do what the robot expects must not hold the task up (``idle_limit`` 0 waits for
-    it until the task's step limit). Answered steps never trigger these, so a partner
-    who answers every intent gets exactly the paper's protocol.
+    action, for the robot alone from then on: a partner who will not do what the robot
+    expects, whether it waits or does something else, must not hold the task up
+    (``idle_limit`` 0 waits for it until the task's step limit). Answered steps never
+    trigger these, so a partner who answers every intent gets exactly the paper's
+    protocol.
     """
 
     def __init__(self, follow_world: bool = False, idle_limit: int = 3):
@@ -76,7 +81,7 @@ class ReplanRule:
             self.idle = 0
             return None
         partner_due = 0 < done <= len(plan.steps) and plan.steps[done - 1].human != NOOP
-        self.idle = self.idle + 1 if state == before and partner_due else 0
+        self.idle = self.idle + 1 if partner_due else 0
         if self.alone or (self.idle_limit and self.idle >= self.idle_limit):
             self.idle = 0
             return 'alone'
@@ -121,30 +126,72 @@ def partner_seed(seed: int, task_id: str) -> int:
 
 
 BEHAVIOUR_FORMS = ('optimal', 'independent', 'boltzmann:BETA', 'noisy:P', 'forgo:P',
-                   'preference', 'detour:P')
+                   'preference', 'detour:P', 'greedy', 'satisficing', 'habit:P',
+                   'MODULE:CLASS', 'FILE.py:CLASS', 'PLUGIN')
 # Behaviours with a number after the colon, and what it is.
-_PARAMETERS = {'boltzmann': 'BETA', 'noisy': 'P', 'forgo': 'P', 'detour': 'P'}
-_KINDS = tuple(form.split(':')[0] for form in BEHAVIOUR_FORMS)
+_PARAMETERS = {'boltzmann': 'BETA', 'noisy': 'P', 'forgo': 'P', 'detour': 'P', 'habit': 'P'}
+_KINDS = ('optimal', 'independent', 'boltzmann', 'noisy', 'forgo', 'preference', 'detour',
+          'greedy', 'satisficing', 'habit', 'plugin')
+# Behaviours made from the robot's own planner under (part of) the true capabilities,
+# re-planned with it after a slip: the generative story the likelihoods model ("in-model").
+IN_MODEL = ('optimal', 'independent', 'boltzmann', 'noisy', 'forgo', 'preference', 'detour')
+# Where a simulated partner's searches come from: 'own' (a search seed of its own per
+# task, where the planner has seeds), or 'shared' (the robot's own search: an oracle,
+# since the true vector then reproduces the partner's plans exactly). 'independent' is
+# the older spelling of 'own'.
+PARTNER_SEARCHES = ('own', 'shared', 'independent')
 # A partner deviates only in the first this many times its first plan's length steps of
 # a task, so that a task ends whatever it draws.
 DEVIATION_HORIZON = 3
+# Partner search seeds lie in [1, PARTNER_SEED_SPAN]: below every estimator seed
+# (LIKELIHOOD_SEED_BASE + m) and never 0, the planners' default seed.
+PARTNER_SEED_SPAN = 1_000_000_000
+
+
+def partner_search_seed(seed: int, task_id: str) -> int:
+    """The search seed of a simulated partner's own planner in one task: from the run's
+    seed and the task's id only (a restarted partner searches as the first would have),
+    in a range no estimator search uses."""
+    mixed = np.random.default_rng([seed, 13, zlib.crc32(task_id.encode())])
+    return 1 + int(mixed.integers(PARTNER_SEED_SPAN))
+
+
+def partner_trait_seed(seed: int) -> int:
+    """The seed of what a simulated partner keeps across tasks (a habit, a plug-in's
+    own state): from the run's seed alone."""
+    return int(np.random.default_rng([seed, 17]).integers(2**32))
+
+
+def _plugin_text(text: str) -> bool:
+    """Whether ``text`` names a partner plug-in (MODULE:CLASS, FILE.py:CLASS) rather than
+    a built-in behaviour with a number."""
+    where, colon, name = text.rpartition(':')
+    return bool(colon) and name.isidentifier() and (
+        where.endswith('.py') or '.' in where or where.isidentifier()) \
+        and where not in _PARAMETERS
 
 
 @dataclass(frozen=True)
 class PartnerBehaviour:
-    """How a simulated partner departs from the optimal one (docs/partners.md).
+    """How a simulated partner decides (docs/partners.md).
 
-    ``optimal``: the joint plan of the robot's planner under its true capabilities;
-    ``independent``: the same with a search seed of its own (where the planner has one);
-    ``forgo:P``: per task, with probability P, declines one capability its plan uses;
-    ``preference``: achieves the goal's atoms one at a time in an order of its own;
-    ``boltzmann:BETA``: per step, its action by a softmax (inverse temperature BETA) over
-    the planner's action values; ``noisy:P``: per step, with probability P, a random action
-    it can do; ``detour:P``: per step, with probability P, an extra action not in its plan.
+    Built on the robot's planner (in-model): ``optimal``, the joint plan of its true
+    capabilities; ``independent``, the older name of the same (every partner searches on
+    a stream of its own); ``forgo:P``, per task with probability P it declines one
+    capability its plan uses; ``preference``, the goal's atoms one at a time in an order
+    of its own; ``boltzmann:BETA``, per step a softmax (inverse temperature BETA) over
+    the planner's action values; ``noisy:P``, per step with probability P a random action
+    it can do; ``detour:P``, per step with probability P an extra action not in its plan.
+    Other decision rules: ``greedy``, myopic (:class:`~cecm_ros.core.partner_policies.
+    GreedyPolicy`); ``satisficing``, the first plan of another search
+    (``Planner.satisficing``); ``habit:P``, a preference of its own kept across tasks,
+    followed with probability P per task; a plug-in (``target``: MODULE:CLASS,
+    FILE.py:CLASS or an entry point of ``cecm_ros.partners``).
     """
 
     kind: str = 'optimal'
     value: float = 0.0   # BETA or P
+    target: str = ''     # a plug-in's name
 
     def __post_init__(self):
         if self.kind not in _KINDS:
@@ -152,15 +199,25 @@ class PartnerBehaviour:
                               f'{", ".join(BEHAVIOUR_FORMS)}')
         if self.kind == 'boltzmann' and not (0.0 <= self.value < math.inf):
             raise ConfigError(f'boltzmann:BETA needs a BETA of at least 0, got {self.value}')
-        if self.kind in ('noisy', 'forgo', 'detour') and not 0.0 <= self.value <= 1.0:
+        if self.kind in ('noisy', 'forgo', 'detour', 'habit') and not 0.0 <= self.value <= 1.0:
             raise ConfigError(f'{self.kind}:P needs a P in [0, 1], got {self.value}')
+        if (self.kind == 'plugin') != bool(self.target):
+            raise ConfigError('a partner plug-in needs its name (target), and only a plug-in '
+                              'has one')
 
     @classmethod
     def parse(cls, text: str) -> PartnerBehaviour:
-        """``optimal``, ``boltzmann:2``, ...; ConfigError naming the text and the forms."""
-        kind, colon, number = str(text).strip().partition(':')
+        """``optimal``, ``boltzmann:2``, ``pkg.mod:Persona``, ...; ConfigError naming the
+        text and the forms. A plug-in is named, not loaded, here (:meth:`check`)."""
+        text = str(text).strip()
+        kind, colon, number = text.partition(':')
+        if kind not in _KINDS or kind == 'plugin':
+            if _plugin_text(text) or (not colon and text in _entry_point_names()):
+                return cls('plugin', target=text)
+            raise ConfigError(f'unknown partner behaviour {text!r}; behaviours: '
+                              f'{", ".join(BEHAVIOUR_FORMS)}' + _installed_plugins())
         wanted = _PARAMETERS.get(kind)
-        if kind not in _KINDS or bool(colon) != bool(wanted):
+        if bool(colon) != bool(wanted):
             raise ConfigError(f'unknown partner behaviour {text!r}; behaviours: '
                               f'{", ".join(BEHAVIOUR_FORMS)}')
         if not wanted:
@@ -172,7 +229,17 @@ class PartnerBehaviour:
             raise ConfigError(f'partner behaviour {text!r}: {reason}; behaviours: '
                               f'{", ".join(BEHAVIOUR_FORMS)}') from None
 
+    def check(self) -> None:
+        """Raise ConfigError when this behaviour cannot be made (a plug-in that does not
+        load); every other behaviour is checked when parsed."""
+        if self.kind == 'plugin':
+            from .partner_policies import load_policy_factory
+
+            load_policy_factory(self.target)
+
     def __str__(self) -> str:
+        if self.kind == 'plugin':
+            return self.target
         return f'{self.kind}:{self.value:g}' if self.kind in _PARAMETERS else self.kind
 
     @property
@@ -181,31 +248,55 @@ class PartnerBehaviour:
         return self.kind in ('boltzmann', 'noisy', 'detour')
 
     @property
-    def own_search(self) -> bool:
-        return self.kind == 'independent'
+    def plan_based(self) -> bool:
+        """Whether it follows (and enforces) a joint plan; else a policy decides each step."""
+        return self.kind not in ('greedy', 'plugin')
+
+    @property
+    def in_model(self) -> bool:
+        """Whether it is made from the robot's planner as the likelihoods model it."""
+        return self.kind in IN_MODEL
+
+    @property
+    def family(self) -> str:
+        """Its decision rule's family, for tables: 'robot planner' (in-model), 'greedy',
+        'satisficing', 'habit' or 'plug-in'."""
+        if self.in_model:
+            return 'robot planner'
+        return 'plug-in' if self.kind == 'plugin' else self.kind
+
+
+def _entry_point_names() -> set[str]:
+    from .partner_policies import policy_entry_points
+
+    return set(policy_entry_points())
+
+
+def _installed_plugins() -> str:
+    names = sorted(_entry_point_names())
+    return f'; installed plug-ins: {", ".join(names)}' if names else ''
 
 
 def resolve_partner_behaviour(text: str | None, forgo_probability: float = 0.0,
-                              partner_search: str = 'shared',
+                              partner_search: str = 'own',
                               default: str = 'optimal') -> PartnerBehaviour:
     """The behaviour a partner runs with: ``text`` when given ('' or None: not given),
-    which must agree with the older options (forgo_probability P > 0 is ``forgo:P``,
-    partner_search ``independent`` is ``independent``); else what those say; else
-    ``default`` (the domain's ``default_partner_behaviour``)."""
+    which must agree with the older option forgo_probability (P > 0 is ``forgo:P``);
+    else what it says; else ``default`` (the domain's ``default_partner_behaviour``).
+    ``partner_search`` (where its searches come from) is checked, and no longer chooses a
+    behaviour: every partner searches on its own stream unless it is ``shared``."""
+    if partner_search not in PARTNER_SEARCHES:
+        raise ConfigError(f'partner_search must be one of {", ".join(PARTNER_SEARCHES)}, got '
+                          f'{partner_search!r}')
     if text is not None and str(text).strip():
         behaviour = PartnerBehaviour.parse(text)
         if forgo_probability > 0 and behaviour != PartnerBehaviour('forgo', forgo_probability):
             raise ConfigError(f'partner behaviour {text!r} contradicts forgo_probability '
                               f'{forgo_probability:g} (which means forgo:'
                               f'{forgo_probability:g}); give one of them')
-        if partner_search == 'independent' and behaviour.kind != 'independent':
-            raise ConfigError(f'partner behaviour {text!r} contradicts partner_search '
-                              "independent (which means 'independent'); give one of them")
         return behaviour
     if forgo_probability > 0:
         return PartnerBehaviour('forgo', forgo_probability)
-    if partner_search == 'independent':
-        return PartnerBehaviour('independent')
     return PartnerBehaviour.parse(default)
 
 
@@ -218,19 +309,58 @@ class _Deviation:
     plan: JointPlan           # its plan from there
 
 
+@dataclass(frozen=True)
+class Habit:
+    """A partner's own preference, the same in every task: a fixed rank of every name
+    (drawn from ``seed``, the partner's trait seed), by which it orders a goal's atoms
+    (those of its favourite objects first) and picks, of capabilities the domain calls
+    interchangeable (``Domain.interchangeable_capabilities``: Overcooked's two plates, two
+    knives), the one it uses, declining the others where the task allows."""
+
+    seed: int
+
+    def rank(self, name: str) -> int:
+        return zlib.crc32(f'{self.seed}:{name}'.encode())
+
+    def goal_order(self, goal: frozenset[str]) -> tuple[str, ...]:
+        def key(atom: str) -> tuple[int, str]:
+            names = atom.strip('()').split()[1:] or [atom]
+            return min(self.rank(name) for name in names), atom
+
+        return tuple(sorted(goal, key=key))
+
+    def declined(self, domain: Domain, capabilities: np.ndarray) -> np.ndarray:
+        """The capabilities it leaves unused: in each interchangeable group it has more
+        than one of, all but its favourite."""
+        declined = np.zeros(len(capabilities), dtype=bool)
+        names = domain.catalog.names
+        for group in domain.interchangeable_capabilities():
+            held = [i for i in group if capabilities[i]]
+            if len(held) > 1:
+                favourite = min(held, key=lambda i: self.rank(names[i]))
+                declined[[i for i in held if i != favourite]] = True
+        return declined
+
+
 class SimulatedHuman:
     """A partner that knows everyone's true capabilities and enforces its own plan.
 
     Its ``behaviour`` (:class:`PartnerBehaviour`; default optimal) says how it departs
     from the optimal plan; ``forgo_probability`` P > 0 is the older spelling of
     ``forgo:P``. Every random choice draws from ``seed`` (give it
-    :func:`partner_seed`), never from the estimator's stream. The loop asks
-    :meth:`choose_step` before each step and calls :meth:`advance` after it.
+    :func:`partner_seed`), never from the estimator's stream, and ``planner`` should be
+    the partner's own (:class:`SimulatedPartner` makes one per task). A ``habit:P``
+    partner needs its ``habit``. The loop asks :meth:`choose_step` before each step and
+    calls :meth:`advance` after it.
     """
+
+    # It answers every intent (silence is agreement) and decides from its plan.
+    enforces_plan = True
+    needs_world_state = False
 
     def __init__(self, planner: Planner, capabilities: np.ndarray,
                  forgo_probability: float = 0.0, seed: int = 0,
-                 behaviour: PartnerBehaviour | None = None):
+                 behaviour: PartnerBehaviour | None = None, habit: Habit | None = None):
         if not 0.0 <= forgo_probability <= 1.0:
             raise ValueError(f'forgo_probability must lie in [0, 1], got {forgo_probability}')
         if behaviour is None:
@@ -239,9 +369,16 @@ class SimulatedHuman:
         elif forgo_probability and behaviour != PartnerBehaviour('forgo', forgo_probability):
             raise ValueError(f'forgo_probability {forgo_probability} contradicts the '
                              f'behaviour {behaviour}')
+        if not behaviour.plan_based:
+            raise ValueError(f'{behaviour} decides by a policy: make it with '
+                             'SimulatedPartner (a PolicyPartner)')
+        if behaviour.kind == 'habit' and habit is None:
+            raise ValueError('a habit partner needs its habit (SimulatedPartner makes it)')
         self.planner = planner
         self.capabilities = planner.domain.catalog.check_vector(capabilities)
         self.behaviour = behaviour
+        self.habit = habit
+        self.habitual = False    # a habit partner: whether it follows its habit this task
         self.forgo_probability = behaviour.value if behaviour.kind == 'forgo' else 0.0
         self.rng = np.random.default_rng(seed)
         self.goal_order: tuple[str, ...] = ()   # a 'preference' partner's, per task
@@ -261,10 +398,13 @@ class SimulatedHuman:
         self.task = task
         self.forgone = None
         self.willing = self.capabilities
+        self.goal_order = ()
         if self.behaviour.kind == 'preference':
             goal = sorted(task.goal)
             self.goal_order = tuple(goal[i] for i in self.rng.permutation(len(goal)))
             self.plan = self._plan_for(task)
+        elif self.behaviour.kind == 'habit':
+            self.plan = self._habit_plan(task)
         else:
             self.plan = self.planner.plan(task, self.capabilities)
         used = sorted(self.plan.human_capabilities_used)
@@ -284,12 +424,27 @@ class SimulatedHuman:
         self.deviation_limit = DEVIATION_HORIZON * max(1, len(self.plan.steps))
         return self.plan
 
+    def _habit_plan(self, task: Task) -> JointPlan:
+        """With probability P its habit's plan (its favourite tools only, the goal's atoms
+        in its favourite order), where the task can be done so; else the plain one."""
+        assert self.habit is not None
+        self.habitual = bool(self.rng.random() < self.behaviour.value)
+        if self.habitual:
+            declined = self.habit.declined(self.planner.domain, self.capabilities)
+            self.willing = self.capabilities & ~declined
+            self.goal_order = self.habit.goal_order(task.goal) if len(task.goal) > 1 else ()
+            try:
+                return self._plan_for(task)
+            except UnsolvableTaskError:
+                self.willing, self.goal_order = self.capabilities, ()
+        return self.planner.plan(task, self.capabilities)
+
     def _plan_for(self, task: Task) -> JointPlan:
         """Its plan of ``task`` (from the task's start): the planner's under the
-        capabilities it is willing to use, or, with a preference, one plan per prefix of
-        its goal order, each from where the one before ended (prefixes already achieved
-        add nothing)."""
-        if self.behaviour.kind != 'preference':
+        capabilities it is willing to use, or, with a goal order (a preference, a habit),
+        one plan per prefix of that order, each from where the one before ended
+        (prefixes already achieved add nothing)."""
+        if not self.goal_order:
             return self.planner.plan(task, self.willing)
         domain = self.planner.domain
         state = domain.initial_state(task)
@@ -305,10 +460,11 @@ class SimulatedHuman:
             return self.planner.plan(task, self.willing)
         return concatenate_plans(pieces)
 
-    def choose_step(self, state: State | None = None) -> JointStep:
+    def choose_step(self, state: State | None = None, intent: str = NOOP) -> JointStep:
         """This step's joint step: its plan's, or, for a per-step behaviour, a deviation
         (its own action while the robot waits) that :meth:`advance` then re-plans after.
-        ``state`` is the world's (default: where its plan says the world is by now)."""
+        ``state`` is the world's (default: where its plan says the world is by now); the
+        robot's ``intent`` does not change what a plan-following partner does."""
         self._deviation = None
         if not self.behaviour.per_step or self.finished or self.step >= self.deviation_limit:
             return self.current_step
@@ -447,6 +603,119 @@ class SimulatedHuman:
         self.deviations += 1
 
 
+class SimulatedPartner:
+    """One simulated partner across the tasks of a run: who it is and what it keeps.
+
+    ``planner`` is the domain's (the robot's) planner. For each task :meth:`for_task`
+    gives the partner that plays it, with a planner of its own: its own search seed for
+    that task (:func:`partner_search_seed`, never an estimator's; a planner without seeds
+    is deterministic and shares nothing random) or, for ``satisficing``, the planner's
+    satisficing configuration on that seed. ``search='shared'`` makes it search with the
+    robot's own stream instead: an oracle, labelled so (:attr:`oracle`). What lasts
+    across tasks (a habit, a plug-in's policy) comes from ``seed`` alone
+    (:func:`partner_trait_seed`); the choices within a task from :func:`partner_seed`.
+    """
+
+    def __init__(self, planner: Planner, capabilities: np.ndarray,
+                 behaviour: PartnerBehaviour | None = None, seed: int = 0,
+                 search: str = 'own'):
+        if search not in PARTNER_SEARCHES:
+            raise ConfigError(f'partner_search must be one of {", ".join(PARTNER_SEARCHES)}, '
+                              f'got {search!r}')
+        self.planner = planner
+        self.domain = planner.domain
+        self.capabilities = self.domain.catalog.check_vector(capabilities)
+        self.behaviour = behaviour or PartnerBehaviour()
+        self.seed = seed
+        self.search = 'own' if search == 'independent' else search
+        trait = partner_trait_seed(seed)
+        self.habit = Habit(trait) if self.behaviour.kind == 'habit' else None
+        self._factory = None
+        if self.behaviour.kind == 'plugin':
+            from .partner_policies import load_policy_factory
+
+            self._factory = load_policy_factory(self.behaviour.target)
+        self._policy: tuple[bytes, object] | None = None   # (for which capabilities, it)
+        self._own: Planner | None = None   # the current task's planner, when made here
+        if self.behaviour.kind == 'satisficing':
+            probe = planner.satisficing(1)
+            if probe is None:
+                raise ConfigError(f'partner behaviour satisficing: the {self.domain.name} '
+                                  f'planner ({type(planner).__name__}) has no satisficing '
+                                  'configuration')
+            probe.close()
+        if not self.behaviour.plan_based:
+            self._policy_for(self.capabilities)   # a plug-in that cannot be made says so now
+
+    @property
+    def oracle(self) -> bool:
+        """Whether it searches with the robot's own stream (an oracle, not a partner)."""
+        return self.search == 'shared'
+
+    def search_seed(self, task_id: str) -> int | None:
+        """The seed its searches of ``task_id`` take (None: the robot's, an oracle's)."""
+        if self.oracle:
+            return None
+        seed = partner_search_seed(self.seed, task_id)
+        # Never the robot's own seed (which a user may set to anything).
+        return seed + 1 if seed == self.planner.search_seed else seed
+
+    def planner_for_task(self, task_id: str) -> Planner:
+        """The planner this partner plans ``task_id`` with (closed by the next call)."""
+        self._close_own()
+        seed = self.search_seed(task_id)
+        if self.behaviour.kind == 'satisficing':
+            made = self.planner.satisficing(self.planner.search_seed or 0 if seed is None
+                                            else seed)
+        elif seed is None:
+            made = None
+        else:
+            made = self.planner.with_seed(seed)
+        self._own = made
+        return made or self.planner
+
+    def for_task(self, task_id: str, capabilities: np.ndarray | None = None):
+        """The partner of task ``task_id`` (with ``capabilities`` when they change):
+        a :class:`SimulatedHuman` for a plan-following behaviour, else a
+        :class:`~cecm_ros.core.partner_policies.PolicyPartner`. Call its
+        ``begin_task``."""
+        truth = self.capabilities if capabilities is None else \
+            self.domain.catalog.check_vector(capabilities)
+        planner = self.planner_for_task(task_id)
+        seed = partner_seed(self.seed, task_id)
+        if self.behaviour.plan_based:
+            return SimulatedHuman(planner, truth, seed=seed, behaviour=self.behaviour,
+                                  habit=self.habit)
+        from .partner_policies import PolicyPartner
+
+        return PolicyPartner(self._policy_for(truth), str(self.behaviour), planner, truth,
+                             seed=seed)
+
+    def _policy_for(self, truth: np.ndarray):
+        """Its policy, made once (again only when its capabilities change)."""
+        from .partner_policies import GreedyPolicy, make_policy
+
+        key = truth.tobytes()
+        if self._policy is None or self._policy[0] != key:
+            trait = partner_trait_seed(self.seed)
+            if self.behaviour.kind == 'greedy':
+                policy: object = GreedyPolicy(self.domain, truth.copy(), trait)
+            else:
+                assert self._factory is not None
+                policy = make_policy(self._factory, self.behaviour.target, self.domain,
+                                     truth, trait)
+            self._policy = (key, policy)
+        return self._policy[1]
+
+    def _close_own(self) -> None:
+        own, self._own = self._own, None
+        if own is not None:
+            own.close()
+
+    def close(self) -> None:
+        self._close_own()
+
+
 class RobotTeammate:
     """The robot: plans jointly under its estimate, acts only for itself."""
 
@@ -490,11 +759,15 @@ class RobotTeammate:
         here = self.planner.domain.task_from_state(self.task, state)
         if replan == 'alone':
             try:
-                self.plan = self.planner.plan(here, np.zeros(len(self.estimate), dtype=bool))
+                alone = self.planner.plan(here, np.zeros(len(self.estimate), dtype=bool))
             except CecmError:   # e.g. the partner holds an item: it has to act
                 replan = 'belief'
             else:
-                self.rule.alone = True
+                if self.planner.domain.goal_reached(here, alone.trajectory[-1]):
+                    self.plan = alone
+                    self.rule.alone = True
+                else:   # (a search's plan that stops short): it cannot do it alone
+                    replan = 'belief'
         if replan == 'belief':
             self.plan, relaxed = self.planner.plan_under_estimate(here, self.estimate)
             self.relaxed_plans += int(relaxed)
@@ -510,6 +783,7 @@ class StepRecord:
     human: ActionOutcome
     corrected: bool
     deviated: bool = False   # the partner did not take its plan's step (the robot waited)
+    answered: bool = True    # the partner answered the intent (a policy: only corrections)
 
 
 @dataclass
@@ -529,27 +803,35 @@ class TaskRecord:
 
 
 def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
-                    human: SimulatedHuman) -> TaskRecord:
-    """Execute one task with both teammates; the world follows the self-loop rule."""
+                    human: SimulatedHuman | PolicyPartner) -> TaskRecord:
+    """Execute one task with both teammates; the world follows the self-loop rule.
+
+    A partner that enforces its plan (:class:`SimulatedHuman`) answers every intent, so
+    the robot re-plans only after corrections (the paper's protocol); a policy partner
+    answers only when it corrects, and after a step it left unanswered the robot follows
+    the world as its :class:`ReplanRule` says (give the robot ``follow_world``)."""
     start = model.initial_state(task)
     world = WorldSimulator(model, human.capabilities, start)
     robot_plan = robot.begin_task(task)
     human_plan = human.begin_task(task)
     record = TaskRecord(task, robot_plan, human_plan, trajectory=world.trajectory)
-    while not human.finished:
-        human.choose_step(world.state)
+    # As the node graph's executor does, the task ends when its goal holds (a partner's
+    # satisficing plan may have steps left that change nothing the goal asks for).
+    while not human.finished and not world.goal_reached(task):
         intended = robot.intent()
+        human.choose_step(world.state, intended)
         correction = human.review_intent(intended)
         executed = correction.corrected if correction else intended
         if intended != NOOP or executed != NOOP:
             record.robot_decisions += 1
         robot_outcome, human_outcome = world.step(executed, human.current_step.human)
+        answered = human.enforces_plan or correction is not None
         record.steps.append(StepRecord(human.step, intended, robot_outcome,
                                        human_outcome, correction is not None,
-                                       human.deviating))
+                                       human.deviating, answered))
         record.corrections += correction is not None
         human.advance(world.state)
-        robot.after_step(correction is not None, world.state)
+        robot.after_step(correction is not None, world.state, answered=answered)
     record.replans = robot.replans
     record.partner_deviations = human.deviations
     record.goal_reached = world.goal_reached(task)

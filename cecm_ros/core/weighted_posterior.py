@@ -17,6 +17,17 @@ weighted particles a sample of the posterior. A proposal that contradicts a prov
 capability is rejected without planning, and the others stop being evaluated as soon as
 the remaining tasks can no longer make them acceptable.
 
+A partner may change (tires, hurts a hand): each task is asked whether a partner drawn
+afresh from the prior explains it better than the belief so far does. Cheaply first: only
+a task that surprises the belief (its predictive log-likelihood per step falls
+:data:`SURPRISE_MARGIN` below every earlier task's but the first, which the prior
+predicted) is tested, by the Bayes factor of
+"a new partner since this task" (the prior's predictive, estimated from as many prior
+draws as there are particles) against "the same partner" (the posterior's predictive),
+with a prior probability of a change :data:`CHANGE_HAZARD` per task. When the change is
+more likely, the earlier tasks (and what they proved) are set aside, the particles are
+the prior draws weighed by this task, and the update says so.
+
 What the evidence has decided is read from Rao-Blackwellised marginals: for each of the
 most probable hypotheses the exact conditional probability of every capability given the
 others (its single change is evaluated on every task), averaged under the weights. A
@@ -57,6 +68,11 @@ from .vectors import unique_rows
 RESAMPLE_BELOW = 0.5
 # Log-likelihood below a hypothesis's at which its single change stops being evaluated.
 NEGLIGIBLE = 25.0
+# The prior probability that the partner changed before a given task, and how far (in
+# nats per observed step) a task's predictive log-likelihood must fall below every
+# earlier task's before that is tested (module docstring).
+CHANGE_HAZARD = 0.05
+SURPRISE_MARGIN = 0.15
 
 
 class WeightedPosterior(ParticlePosterior):
@@ -76,6 +92,9 @@ class WeightedPosterior(ParticlePosterior):
         self._loglik: dict[int, dict[bytes, float]] = {}
         self._proven: dict[int, np.ndarray] = {}
         self._marginals: np.ndarray | None = None
+        # Per active task, its predictive log-likelihood per step when it came.
+        self.surprise: list[float] = []
+        self.changes: list[str] = []    # the tasks before which the partner changed
 
     def copy(self) -> WeightedPosterior:
         twin = copy.copy(self)
@@ -88,6 +107,8 @@ class WeightedPosterior(ParticlePosterior):
         twin._proven = dict(self._proven)
         twin._marginals = None if self._marginals is None else self._marginals.copy()
         twin._distances, twin._rejections = {}, {}
+        twin.surprise = list(self.surprise)
+        twin.changes = list(self.changes)
         return twin
 
     # ------------------------------------------------------------------ queries
@@ -138,36 +159,57 @@ class WeightedPosterior(ParticlePosterior):
         return vectors[int(np.argmax(mass)), undecided]
 
     # ------------------------------------------------------------ likelihoods
-    def _task_loglik(self, model: LikelihoodModel, item: Evidence,
-                     vectors: np.ndarray) -> np.ndarray:
+    def _task_terms(self, model: LikelihoodModel, item: Evidence,
+                    vectors: np.ndarray) -> np.ndarray:
+        """The task's terms per vector (its log-likelihood, for an additive model)."""
         return memoised(self._loglik.setdefault(item.id, {}), vectors,
-                        lambda fresh: model.log_likelihood(item.task, fresh, item.observed))
+                        lambda fresh: model.task_terms(item.task, fresh, item.observed))
 
     def _loglik_of(self, model: LikelihoodModel, vectors: np.ndarray,
                    evidence: Sequence[Evidence] | None = None,
                    floor: np.ndarray | None = None) -> np.ndarray:
-        """Sum of the tasks' log-likelihoods per vector; -inf without planning for a
-        vector lacking a proven capability. With ``floor`` (one value per vector) a
-        vector stops being evaluated once its sum falls below it (a Metropolis proposal
-        that can no longer be accepted)."""
+        """The tasks' log-likelihood per vector (the sum of theirs, or what the model
+        makes of their terms); -inf without planning for a vector lacking a proven
+        capability. With ``floor`` (one value per vector) a vector stops being evaluated
+        once its log-likelihood so far falls below it (a Metropolis proposal that can no
+        longer be accepted: another task never raises it)."""
         evidence = self.active if evidence is None else list(evidence)
         vectors = np.atleast_2d(vectors)
-        total = np.zeros(len(vectors))
+        terms = np.zeros(len(vectors))
         proven = np.zeros(self.prior.size, dtype=bool)
         for item in evidence:
             proven |= self._proven.get(item.id, False)
-        total[(proven[None, :] & ~vectors).any(axis=1)] = -np.inf
+        dead = (proven[None, :] & ~vectors).any(axis=1)
+        terms[dead] = -np.inf if model.additive else np.inf
+        steps = 0
         for item in evidence:
+            total = model.combine(terms, steps)
             alive = np.isfinite(total)
             if floor is not None:
                 alive &= total >= floor
             if not alive.any():
                 break
             rows = np.flatnonzero(alive)
-            total[rows] += self._task_loglik(model, item, vectors[rows])
+            terms[rows] += self._task_terms(model, item, vectors[rows])
+            steps += len(item.observed) - 1
+            if not model.additive:   # (rows left behind are below their floor already)
+                terms[~alive] = np.inf
+        total = model.combine(terms, steps)
         if floor is not None:
             total = np.where(total < floor, -np.inf, total)
         return total
+
+    def _increment(self, model: LikelihoodModel, item: Evidence, vectors: np.ndarray,
+                   before: Sequence[Evidence], after: Sequence[Evidence]) -> np.ndarray:
+        """How the log-likelihood of ``vectors`` changes from evidence ``before`` to
+        ``after`` (for an additive model: the terms of ``item``, the one task added)."""
+        if model.additive:
+            return self._task_terms(model, item, vectors)
+        old = self._loglik_of(model, vectors, before)
+        new = self._loglik_of(model, vectors, after)
+        with np.errstate(invalid='ignore'):
+            return np.where(np.isfinite(new), new - np.where(np.isfinite(old), old, 0.0),
+                            -np.inf)
 
     # ------------------------------------------------------------------ updates
     def update(self, task, observed: Sequence, evaluator, rng: np.random.Generator,
@@ -189,13 +231,23 @@ class WeightedPosterior(ParticlePosterior):
             if progress:
                 progress(done[0] * self.count, steps * self.count)
 
-        new = self._task_loglik(model, item, self.particles)
+        earlier = [other for other in self.active if other is not item]
+        new = model.report_logs(self._task_terms(model, item, self.particles),
+                                item.observed)
+        increment = self._increment(model, item, self.particles, earlier, self.active)
         floor = model.explained_floor(item.observed)
         if floor is None and np.isfinite(new).any():
             floor = float(new[np.isfinite(new)].max()) - np.log(10.0)
         explained = int(np.sum(new >= floor - 1e-9)) if floor is not None else 0
         update = PosteriorUpdate(True, explained, 0)
-        log_weights = self.log_weights + new
+        if self._partner_changed(model, item, increment, earlier, rng, update):
+            log_weights = self.log_weights
+            new = model.report_logs(self._task_terms(model, item, self._particles()),
+                                    item.observed)
+            explained = int(np.sum(new >= floor - 1e-9)) if floor is not None else 0
+            update.survivors = explained
+        else:
+            log_weights = self.log_weights + increment
         if not np.isfinite(log_weights).any():
             drawn, log_weights = self._redraw(model, rng)
             if not np.isfinite(log_weights).any():
@@ -222,6 +274,36 @@ class WeightedPosterior(ParticlePosterior):
         update.message = self._describe(item, update)
         return update
 
+    def _partner_changed(self, model: LikelihoodModel, item: Evidence,
+                         increment: np.ndarray, earlier: Sequence[Evidence],
+                         rng: np.random.Generator, update: PosteriorUpdate) -> bool:
+        """Test whether the partner changed before ``item`` (module docstring); if so,
+        set the earlier tasks aside and start the particles afresh from the prior,
+        weighed by ``item`` alone (the caller goes on from there)."""
+        steps = max(1, len(item.observed) - 1)
+        with np.errstate(divide='ignore'):
+            past = _log_mean_exp(np.log(self.weights()) + increment, weighted=True)
+        surprise = past / steps
+        # (The first task of the belief was predicted by the prior: no measure of how
+        # well the belief predicts.)
+        history, self.surprise = self.surprise[1:], self.surprise + [surprise]
+        if not earlier or not history or not surprise < min(history) - SURPRISE_MARGIN:
+            return False
+        drawn = self._canonical(self.prior.sample(rng, self.count))
+        fresh_logs = self._loglik_of(model, drawn, [item])
+        fresh = _log_mean_exp(fresh_logs)
+        if not fresh - past > np.log((1.0 - CHANGE_HAZARD) / CHANGE_HAZARD):
+            return False
+        for other in earlier:
+            other.active = False
+            other.note = f'before the partner changed (at {_task_name(item.task)})'
+        self.changes.append(_task_name(item.task))
+        self.particles, self.log_weights = drawn, fresh_logs
+        self.surprise = [surprise]
+        update.changed = True
+        update.forgotten.extend(_task_name(other.task) for other in earlier)
+        return True
+
     def _redraw(self, model: LikelihoodModel, rng: np.random.Generator
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Every particle contradicts a proven capability: particles drawn afresh from
@@ -240,8 +322,13 @@ class WeightedPosterior(ParticlePosterior):
         active = self.active
         for item in active[:max(0, len(active) - self.window)]:
             # Its likelihood leaves the weights with it.
-            self.log_weights = self.log_weights - np.where(
-                np.isfinite(old := self._task_loglik(model, item, self._particles())), old, 0.0)
+            kept = [other for other in self.active if other is not item]
+            if model.additive:
+                old = self._task_terms(model, item, self._particles())
+                self.log_weights = self.log_weights - np.where(np.isfinite(old), old, 0.0)
+            else:
+                self.log_weights = self.log_weights - self._increment(
+                    model, item, self._particles(), kept, self.active)
             item.active = False
             item.note = f'older than the window of {self.window} tasks'
             update.forgotten.append(_task_name(item.task))
@@ -352,7 +439,11 @@ class WeightedPosterior(ParticlePosterior):
         parts = [f'{update.survivors} of {self.count} particles explained {name}',
                  f'effective sample size {self.effective_size():.0f}',
                  f'{update.distinct} distinct hypotheses']
-        if update.forgotten:
+        if update.changed:
+            parts.append(f'the partner seems to have changed: {name} is explained far '
+                         'better by a partner drawn afresh than by the belief so far, so '
+                         f'the {len(update.forgotten)} earlier tasks are set aside')
+        elif update.forgotten:
             parts.append(f'forgot {", ".join(update.forgotten)}')
         decided = sum(entry.decided for entry in self.report)
         parts.append(f'{decided} of {int(self.live.sum())} capabilities decided')
@@ -369,6 +460,8 @@ class WeightedPosterior(ParticlePosterior):
         state['proven'] = {str(item.id): ''.join('1' if b else '0' for b in p)
                            for item in self.evidence
                            if (p := self._proven.get(item.id)) is not None}
+        state['surprise'] = [float(v) for v in self.surprise]
+        state['changes'] = list(self.changes)
         return state
 
     def restore(self, state: dict, evidence: Sequence[tuple]) -> None:
@@ -385,12 +478,26 @@ class WeightedPosterior(ParticlePosterior):
         if self._marginals is not None and self._marginals.shape != (self.prior.size,):
             raise ConfigError('weighted posterior: marginals of the wrong length')
         self._loglik = {item.id: {} for item in self.evidence}
+        self.surprise = [float(v) for v in state.get('surprise') or []]
+        self.changes = [str(v) for v in state.get('changes') or []]
         self._proven = {}
         for key, bits in (state.get('proven') or {}).items():
             if len(bits) != self.prior.size or set(bits) - {'0', '1'}:
                 raise ConfigError('weighted posterior: proven capabilities of the wrong '
                                   'length or alphabet')
             self._proven[int(key)] = np.array([ch == '1' for ch in bits], dtype=bool)
+
+
+def _log_mean_exp(logs: np.ndarray, weighted: bool = False) -> float:
+    """log(mean(exp(logs))), or with ``weighted`` log(sum(exp(logs))) (the weights are in
+    the logs already); -inf when every term is."""
+    logs = np.asarray(logs, dtype=float)
+    finite = logs[np.isfinite(logs)]
+    if not len(finite):
+        return -np.inf
+    high = float(finite.max())
+    total = float(np.exp(finite - high).sum())
+    return high + float(np.log(total if weighted else total / len(logs)))
 
 
 def _as_model(evaluator, likelihood: Likelihood) -> LikelihoodModel:

@@ -32,11 +32,12 @@ from cecm_ros.core.hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from cecm_ros.core.likelihood import seeded_planners
 from cecm_ros.core.metrics import HeldoutPool
 from cecm_ros.core.partners import (
+    PARTNER_SEARCHES,
     PartnerBehaviour,
+    ReplanRule,
     RobotTeammate,
-    SimulatedHuman,
+    SimulatedPartner,
     TaskRecord,
-    partner_seed,
     resolve_partner_behaviour,
     run_shared_task,
 )
@@ -46,13 +47,12 @@ from cecm_ros.domains import baseline_planner_for, planner_for
 
 METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
            'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
-           'wrong_known', 'heldout_feasible', 'partner_deviation')
+           'wrong_known', 'heldout_feasible', 'partner_deviation', 'partner_changed')
 # 'qlearning': the optimistic baseline as a domain's own learned policy (Overcooked's
 # Q-policy, Domain.baseline_planner); 'optimistic' plans with the domain's planner and a
 # fully capable partner, the paper's equivalent of a converged Q-policy (appendix B.3).
 METHODS = ('cecm', 'cecm_div', 'optimistic', 'pessimistic', 'qlearning')
 TASK_CHOICES = ('given', 'informative')
-PARTNER_SEARCHES = ('shared', 'independent')
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,11 @@ class ExperimentSettings:
     switch_partner: str | None = None        # partner after `switch_after` tasks
     switch_after: int | None = None
     forgo_probability: float = 0.0           # chance the partner declines a capability
-    # 'shared': the simulated partner plans with the robot's planner (the same search the
-    # hypotheses are planned with); 'independent': with a planner of its own seed per
-    # run, where the planner has a seed (a search of its own, as a stochastic planner
-    # gives a real partner: equally good plans need not be the predicted one).
-    partner_search: str = 'shared'
+    # 'own' (the default; 'independent' is its older name): the simulated partner searches
+    # with a seed of its own per task, where the planner has seeds (equally good plans
+    # need not be the predicted one); 'shared': with the robot's own search, an oracle
+    # (the true vector then reproduces its plans exactly), labelled so in summaries.
+    partner_search: str = 'own'
     # How the simulated partner departs from the optimal one (PartnerBehaviour text,
     # docs/partners.md); None: what forgo_probability and partner_search say, else the
     # domain's default_partner_behaviour.
@@ -152,6 +152,8 @@ class TaskResult:
     # Of the task's joint steps, the share where the partner did not take its plan's step
     # (a per-step partner behaviour: docs/partners.md).
     partner_deviation: float = 0.0
+    # The update took the partner for changed and set the earlier tasks aside.
+    partner_changed: bool = False
 
 
 def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
@@ -183,11 +185,6 @@ def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
         decided=sum(known),
         wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t),
         partner_deviation=record.partner_deviations / max(1, len(record.steps)))
-
-
-def partner_search_seed(seed: int) -> int:
-    """The seed of the partner's own search in a run with seed ``seed``."""
-    return (seed * 7919 + 104_729) % (2**31 - 1)
 
 
 def run_seed(seed: int, run: int) -> int:
@@ -231,11 +228,10 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                                 candidates=settings.candidates if informative else 1)
     robot_planner = robot_planner or planner
     behaviour = settings.behaviour(model)
-    partner_planner = planner.with_seed(partner_search_seed(seed)) \
-        if behaviour.own_search or settings.partner_search == 'independent' else None
-    if behaviour.own_search and partner_planner is None and report and run == 0:
-        report(f'partner behaviour independent: {model.name}\'s planner has no seed (it is '
-               'deterministic), so the partner plans as the robot would: as optimal')
+    simulated = SimulatedPartner(planner, model.catalog.resolve(settings.partner), behaviour,
+                                 seed=seed, search=settings.partner_search)
+    if report and run == 0:
+        report(partner_note(model, planner, simulated))
     evaluator = evaluator_for(settings.method, planner, settings.set_diversity)
     estimator = make_estimator(settings.method, model, evaluator, settings.estimator,
                                seed=seed)
@@ -258,10 +254,12 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                        f'{len(candidates)} candidates left out (a search timed out)')
             chosen, chosen_calls = time.perf_counter(), planner.calls
             information = choice.information[choice.index] if choice.information else 0.0
-            human = SimulatedHuman(partner_planner or planner, truth,
-                                   seed=partner_seed(seed, task.task_id), behaviour=behaviour)
-            record = run_shared_task(model, task,
-                                     RobotTeammate(robot_planner, estimator.estimate), human)
+            human = simulated.for_task(task.task_id, truth)
+            # A partner that answers only when it corrects leaves the robot to follow the
+            # world after a step it did not answer (as in the node graph).
+            robot = RobotTeammate(robot_planner, estimator.estimate,
+                                  ReplanRule(follow_world=True))
+            record = run_shared_task(model, task, robot, human)
             executed, executed_calls = time.perf_counter(), planner.calls
             try:
                 update = estimator.update(task, record.trajectory)
@@ -286,6 +284,7 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                                   estimator.belief.report)
             result.candidates = len(candidates)
             result.information = round(information, 4)
+            result.partner_changed = update.changed
             if heldout:
                 try:
                     result.heldout_feasible = metrics.open_loop_feasible(
@@ -305,8 +304,22 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
                        f'({time.perf_counter() - started:.1f} s)')
         return results
     finally:
-        if partner_planner is not None:
-            partner_planner.close()
+        simulated.close()
+
+
+def partner_note(model: Domain, planner: Planner, partner: SimulatedPartner) -> str:
+    """One line on who the simulated partner is: its decision rule and random stream."""
+    behaviour = partner.behaviour
+    kind = 'in-model (the robot\'s planner)' if behaviour.in_model else \
+        f'out of model ({behaviour.family})'
+    if partner.oracle:
+        stream = 'ORACLE: it searches with the robot\'s own stream (partner_search shared)'
+    elif planner.search_seed is None and behaviour.kind != 'satisficing':
+        stream = (f'{model.name}\'s planner has no seed (deterministic), so where it plans '
+                  'it plans as the robot\'s planner would')
+    else:
+        stream = 'its own search seeds (from the run\'s seed and the task)'
+    return f'partner {behaviour}: {kind}; {stream}'
 
 
 def baseline_for(model: Domain, method: str) -> Planner | None:
@@ -426,6 +439,7 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
     """Run ``settings.runs`` runs (``jobs`` at a time) and write the outputs to ``out_dir``."""
     for spec in filter(None, (settings.partner, settings.switch_partner)):
         model.catalog.resolve(spec)  # fail early on a bad partner
+    settings.behaviour(model).check()   # and on a plug-in that does not load
     lock = threading.Lock()
 
     def report(line: str) -> None:
@@ -459,7 +473,12 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
         if baseline is not None:
             baseline.close()
     wall = time.perf_counter() - started
-    extra = {'partner_behaviour': str(settings.behaviour(model)),
+    behaviour = settings.behaviour(model)
+    extra = {'partner_behaviour': str(behaviour),
+             'partner_family': behaviour.family,
+             'partner_in_model': behaviour.in_model,
+             'partner_search': 'shared (oracle)' if settings.partner_search == 'shared'
+             else 'own',
              'planner_calls': planner.calls - calls_before,
              'planner_cache_hits': planner.cache_hits - hits_before,
              'estimator_variant': settings.estimator.variant}
@@ -482,7 +501,8 @@ PLOT_LABELS = {'hamming': 'Hamming distance', 'hamming_active': 'Hamming (non-in
                'infeasible_assigned': 'Infeasible actions assigned',
                'accepted_samples': 'Accepted samples',
                'heldout_feasible': 'Feasible partner actions (held-out, open loop)',
-               'partner_deviation': "Partner steps off its plan"}
+               'partner_deviation': "Partner steps off its plan",
+               'partner_changed': 'Updates that found the partner changed'}
 METHOD_LABELS = {'cecm': 'CE-CM', 'cecm_div': 'CE-CM-Div', 'optimistic': 'Optimistic',
                  'qlearning': 'Q-learning (optimistic)',
                  'pessimistic': 'Pessimistic'}

@@ -12,7 +12,12 @@ shows the world elsewhere than its plan predicted (an action nobody corrected on
 behalf), it re-plans from there under the same capabilities, as a person would carry
 on, and publishes the task's plan again (the steps taken, then the new plan).
 Parameter ``partner_behaviour`` makes it less than optimal (docs/partners.md): after a
-step off its plan it re-plans and publishes the task's plan again as well.
+step off its plan it re-plans and publishes the task's plan again as well. A partner of
+another decision rule (``greedy``, a plug-in) follows no plan: each step it reads the
+world's ``team_state`` of that step, decides, and answers the robot only when it corrects
+it (silence lets the robot follow the world); it publishes the optimal plan of its true
+capabilities as its reference. Its searches take seeds of its own (``partner_search``
+``own``); ``shared`` makes it search with the robot's seed, an oracle.
 
 ``partner_behaviour: person`` is play mode: a person is the partner. The node then takes
 the partner's action for each step from ``human/choice`` (PartnerChoice, sent by the web
@@ -35,15 +40,16 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import NOOP, ROBOT, Planner
 from cecm_ros.core.errors import CecmError
+from cecm_ros.core.partner_policies import PolicyPartner
 from cecm_ros.core.partners import (
     BEHAVIOUR_FORMS,
+    PARTNER_SEARCHES,
     PartnerBehaviour,
-    partner_seed,
+    SimulatedHuman,
+    SimulatedPartner,
     resolve_partner_behaviour,
 )
-from cecm_ros.core.partners import SimulatedHuman as CoreHuman
 from cecm_ros.domains import planner_for
-from cecm_ros.experiments.experiment import partner_search_seed
 from cecm_ros.msg import (
     Correction,
     JointPlan,
@@ -123,6 +129,10 @@ class SimulatedHumanNode(CecmNode):
                      low=0.0, high=86_400.0)
         self.declare('seed', 0, "Seed of the partner's random choices (with the task id)",
                      low=0, high=2**31 - 1)
+        self.declare('partner_search', 'own',
+                     "Where the partner's searches come from: own (seeds of its own per "
+                     "task, never the estimator's) or shared (the robot's own search: an "
+                     'oracle, for comparison only)', choices=PARTNER_SEARCHES)
         self.declare('answer_intents', True,
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
@@ -131,7 +141,8 @@ class SimulatedHumanNode(CecmNode):
                      low=0.001, high=3600.0)
         self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
         self.planner: Planner | None = None
-        self.human: CoreHuman | None = None
+        self.partner: SimulatedPartner | None = None
+        self.human: SimulatedHuman | PolicyPartner | None = None
         self.task = None
         self.attempt = 0
         # The runs the task manager asked for, seen at once (not queued behind an intent
@@ -160,22 +171,22 @@ class SimulatedHumanNode(CecmNode):
             self.param('partner_behaviour'), self.forgo,
             default=self.model.default_partner_behaviour)
         self.choices: OrderedDict[tuple[str, int, int], str] = OrderedDict()
-        # 'independent': a search seed of its own (a planner without a seed plans alike).
-        own = self.planner.with_seed(partner_search_seed(self.param('seed'))) \
-            if self.behaviour.own_search else None
-        if own is not None:
-            # The seeded twin shares the planner's plan store: closing it closes both.
-            self.planner = own
-        elif self.behaviour.own_search:
-            self.get_logger().warning(
-                f'partner_behaviour independent: the {self.model.name} planner has no seed '
-                '(it is deterministic), so the partner plans as the robot would (optimal)')
+        self.behaviour.check()
+        if self.partner is not None:
+            self.partner.close()
+        # One partner across the session's tasks: its own searches per task, its traits.
+        self.partner = SimulatedPartner(self.planner, self.truth, self.behaviour,
+                                        seed=self.param('seed'),
+                                        search=self.param('partner_search'))
+        if self.partner.oracle:
+            self.get_logger().warning('partner_search shared: the partner searches with the '
+                                      "robot's own seed (an oracle, not a partner)")
         self.answers = self.param('answer_intents') and not self.person
         if self.person and self.param('answer_intents'):
             self.get_logger().info('play mode: the person answers the intents (on the panel); '
                                    'answer_intents is not used')
         self.unheard = False   # an answer waited in vain for a subscriber: no more waits
-        self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour)
+        self.human = None
         self.task = None
         self.announced = OrderedDict()
         self.announcements = 0
@@ -242,9 +253,9 @@ class SimulatedHumanNode(CecmNode):
         with self.locked():
             self.acted = {}
             self.run_began = time.monotonic()
-        # As in `cecm experiment`: one partner per task, seeded by seed and task id.
-        self.human = CoreHuman(self.planner, self.truth, behaviour=self.behaviour,
-                               seed=partner_seed(self.param('seed'), task.task_id))
+        # As in `cecm experiment`: seeded by seed and task id, searching on its own.
+        assert self.partner is not None
+        self.human = self.partner.for_task(task.task_id)
         try:
             plan = self.human.begin_task(task)
         except CecmError as error:
@@ -312,7 +323,13 @@ class SimulatedHumanNode(CecmNode):
             return
         self._follow_world(msg.task_id, step)
         if self.human.plan is not None:
-            self.human.choose_step()   # its plan's step, or (a behaviour) another
+            # Its plan's step, or (a behaviour) another; a policy decides from the world.
+            world = self._world_state(msg.task_id, step) if self.human.needs_world_state \
+                else None
+            try:
+                self.human.choose_step(world, intended)
+            except CecmError as error:   # a plug-in's refused answer: it waits this step
+                self.get_logger().error(f'step {step}: {error}; the partner waits')
         if self.answers and not msg.repeated:   # a repeat's window is closed
             self._answer(msg.task_id, msg.attempt, step, intended)
         own = self._person_choice(msg.task_id, msg.attempt, step) if self.person \
@@ -396,6 +413,18 @@ class SimulatedHumanNode(CecmNode):
             seen = self.states.get((task_id, step))
         return seen[0] if seen is not None and seen[1] >= self.run_began else None
 
+    def _world_state(self, task_id: str, step: int):
+        """The world's state at ``step`` (waited for briefly; the task's start at step 0),
+        or None (the partner then decides from where it last saw the world)."""
+        if step == 0 and self.task is not None:
+            return self.model.initial_state(self.task)
+        self.wait_until(lambda: self._state_at(task_id, step) is not None, STATE_WAIT_S)
+        state = self._state_at(task_id, step)
+        if state is None:
+            self.get_logger().warning(f'step {step}: no team_state of this step yet; the '
+                                      'partner decides from the last state it saw')
+        return state
+
     def _follow_world(self, task_id: str, step: int) -> None:
         """Re-plan from the world's state when it is not what the plan predicted. Step 0
         is the task's start, which the plan starts from; a partner that answers the
@@ -443,6 +472,8 @@ class SimulatedHumanNode(CecmNode):
             correction = None
         else:
             correction = self.human.review_intent(intended)
+            if correction is None and not self.human.enforces_plan:
+                return   # a policy that does not correct leaves the intent unanswered
         corrected = correction.corrected if correction else intended
         self._wait_for_listener(step)
         self.correction_pub.publish(Correction(

@@ -38,8 +38,9 @@ from rclpy.parameter import parameter_value_to_python
 from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.domain import JointPlan as CorePlan
+from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import NODE_PARAMETERS
-from cecm_ros.core.partners import steps_off_plan
+from cecm_ros.core.partners import PartnerBehaviour, steps_off_plan
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import TASK_CHOICES, TaskResult
 from cecm_ros.msg import (
@@ -205,7 +206,7 @@ class TaskManager(CecmNode):
         self.state_task = ''
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
-        self.played_by_person: bool | None = None   # asked of the partner node when needed
+        self.played_by_person: str | None = None   # asked of the partner node when needed
         self.task_reports: dict[int, TaskReport] = {}
         self.start_timer = None
         self.graph: GraphStatus | None = None
@@ -528,7 +529,8 @@ class TaskManager(CecmNode):
         partner = self.param('partner_node')
         if partner:
             values.update(self._remote_parameters(partner, ('forgo_probability',
-                                                            'partner_behaviour')))
+                                                            'partner_behaviour',
+                                                            'partner_search')))
         return values
 
     def _remote_parameters(self, name: str, keys) -> dict:
@@ -724,26 +726,37 @@ class TaskManager(CecmNode):
                                       f"partner's plan: {error}")
             return
         off = steps_off_plan(plan, executed)
-        if off and self._partner_is_person():
+        who = self._partner_follows_no_plan()
+        if off and who:
             self.get_logger().info(
-                f'{label}: the person played {off} of {max(len(executed), len(plan.steps))} '
-                "steps otherwise than the simulated partner's reference plan (a person need "
-                'not follow it)')
+                f'{label}: {who} played {off} of {max(len(executed), len(plan.steps))} '
+                "steps otherwise than the simulated partner's reference plan (it need not "
+                'follow it)')
         elif off:
             self.get_logger().warning(
                 f"{label}: {off} of {max(len(executed), len(plan.steps))} steps were not the "
                 "partner's plan: nobody enforced it (answer for a simulated partner). "
                 "CE-CM assumes they were, so this task's evidence may mislead the belief")
 
-    def _partner_is_person(self) -> bool:
-        """Whether a person plays the partner (play mode: partner_behaviour person), asked
-        of the partner node once."""
+    def _partner_follows_no_plan(self) -> str:
+        """Who plays the partner when it follows no plan of the robot's model: 'the
+        person' (play mode: partner_behaviour person) or 'the <behaviour> partner' (a
+        partner of another decision rule: greedy, a plug-in); '' otherwise. Asked of the
+        partner node once."""
         if self.played_by_person is None:
             partner = self.param('partner_node')
             values = self._remote_parameters(partner, ('partner_behaviour',)) if partner \
                 else {}
-            self.played_by_person = str(values.get('partner_behaviour', '')).strip() == \
-                'person'
+            text = str(values.get('partner_behaviour', '')).strip()
+            self.played_by_person = ''
+            if text == 'person':
+                self.played_by_person = 'the person'
+            elif text:
+                try:
+                    if not PartnerBehaviour.parse(text).plan_based:
+                        self.played_by_person = f'the {text} partner'
+                except CecmError:
+                    pass
         return self.played_by_person
 
     def first_plans(self, label: str, task: Task) -> tuple[CorePlan, CorePlan]:

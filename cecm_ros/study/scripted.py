@@ -3,11 +3,13 @@ plays the partner on the web panel by key presses, as a person would.
 
 It reads what a person sees (the study page's screen, the panel's task, world and offered
 actions) and decides as the simulated partner of a behaviour would
-(:class:`~cecm_ros.core.partners.SimulatedHuman`, docs/partners.md): it knows the
-capability type the set assigns (the set's page says it), plans under it, corrects the
-robot's intent when its plan needs another robot action (Shift+digit, or W for wait),
-and presses its own action's key (which also agrees when there is nothing to correct).
-Its seeds are its own, never the estimator's.
+(:class:`~cecm_ros.core.partners.SimulatedPartner`, docs/partners.md): it knows the
+capability type the set assigns (the set's page says it), plans under it (or, a partner
+of another decision rule such as ``greedy``, decides from the world it sees), corrects
+the robot's intent when its plan needs another robot action (Shift+digit, or W for
+wait), and presses its own action's key (which also agrees when there is nothing to
+correct; a partner that follows no plan lets the intent's window close first, as a
+person who says nothing). Its seeds and searches are its own, never the estimator's.
 
 It is for tests and for a synthetic study (docs/study.md): the data it makes is
 labelled scripted, not human. Needs Playwright for Python and Chromium
@@ -26,7 +28,7 @@ import numpy as np
 
 from cecm_ros.core.domain import NOOP, Domain, Task
 from cecm_ros.core.errors import CecmError, ConfigError
-from cecm_ros.core.partners import SimulatedHuman, partner_seed, resolve_partner_behaviour
+from cecm_ros.core.partners import SimulatedPartner, resolve_partner_behaviour
 
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                  '--disable-background-networking', '--disable-component-update',
@@ -95,19 +97,17 @@ class ScriptedParticipant:
                  answer_seed: int = 0, say: Callable[[str], None] | None = None,
                  headless: bool = True, planner: Any = None):
         from cecm_ros.domains import planner_for
-        from cecm_ros.experiments.experiment import partner_search_seed
 
         self.domain, self.url, self.seed = domain, url, seed
         self.behaviour = resolve_partner_behaviour(
             behaviour, 0.0, default=domain.default_partner_behaviour)
+        self.behaviour.check()
         # The plan store the nodes share: a plan the graph made already is read, not
-        # searched again (the same search gives the same plan).
+        # searched again (the same search gives the same plan); the partner's own
+        # searches take seeds of its own (SimulatedPartner).
         self.planner = planner if planner is not None else \
             planner_for(domain, workers=1, plan_cache=True)
-        if self.behaviour.own_search:
-            own = self.planner.with_seed(partner_search_seed(seed))
-            if own is not None:
-                self.planner = own
+        self._decided: tuple | None = None   # the step it last decided (decided once)
         self.answers = np.random.default_rng([answer_seed, 31])
         self.say = say or (lambda line: None)
         self.headless = headless
@@ -197,7 +197,14 @@ class ScriptedParticipant:
     def _play_set(self, panel, study, sequence: str, partner_type: str) -> None:
         """Play until the study page leaves this set's 'playing' screen."""
         truth = self.domain.catalog.resolve(partner_type)
-        human: SimulatedHuman | None = None
+        partner = SimulatedPartner(self.planner, truth, self.behaviour, seed=self.seed)
+        try:
+            self._play_tasks(panel, study, sequence, partner)
+        finally:
+            partner.close()
+
+    def _play_tasks(self, panel, study, sequence: str, partner: SimulatedPartner) -> None:
+        human: Any = None
         run: tuple[str, int] | None = None
         first_seen: dict[tuple[str, int, int], float] = {}
         while not self._stop.is_set():
@@ -211,36 +218,39 @@ class ScriptedParticipant:
                 time.sleep(POLL_S)
                 continue
             key = (view['task_id'], view['attempt'], view['step'])
-            if view['intent'] is None and \
+            if view['intent'] is None and view['window'] != 'closed' and \
                     time.monotonic() - first_seen.setdefault(key, time.monotonic()) < \
                     INTENT_WAIT_S:
                 time.sleep(POLL_S)
                 continue
             if run != key[:2]:
                 run = key[:2]
-                human = self._begin(view, truth)
+                human = self._begin(view, partner)
             assert human is not None
             self._step(panel, human, view)
         raise ParticipantStoppedError()
 
-    def _begin(self, view: dict, truth: np.ndarray) -> SimulatedHuman:
+    def _begin(self, view: dict, partner: SimulatedPartner) -> Any:
         task = Task(view['task_id'], frozenset(self.domain.canonical_atoms(view['initial'])),
                     frozenset(self.domain.canonical_atoms(view['goal'])))
-        human = SimulatedHuman(self.planner, truth, behaviour=self.behaviour,
-                               seed=partner_seed(self.seed, task.task_id))
+        human = partner.for_task(task.task_id)
         human.begin_task(task)
+        self._decided = None
         return human
 
-    def _step(self, panel, human: SimulatedHuman, view: dict) -> None:
+    def _step(self, panel, human: Any, view: dict) -> None:
         state = self.domain.state_from_wire(view['facts'], view['features'])
         while human.step < view['step']:   # the steps taken since its last decision
-            human.advance()
+            human.advance(state)
         if not human.expects(state):
             try:
                 human.replan(state)
             except CecmError:
                 pass   # no plan from here: its old one, as the simulated partner does
-        human.choose_step(state)
+        step_key = (view['task_id'], view['attempt'], view['step'])
+        if self._decided != step_key:   # a step read again is not decided again
+            human.choose_step(state, view['intent'] or NOOP)
+            self._decided = step_key
         own = human.current_step.human
         keys = {action: key for action, key in view['offered'] if key}
         if own not in keys:
@@ -249,6 +259,8 @@ class ScriptedParticipant:
             correction = human.review_intent(view['intent'])
             if correction is not None and not self._correct(panel, view, correction.corrected):
                 return   # not taken (yet): the step is read again from the panel
+            if correction is None and not human.enforces_plan:
+                return   # no answer: its own key once the window has closed
         elif view['window'] is None and not self._intent_still_missing(panel, view):
             return       # the intent came meanwhile: decide with it
         # (A window answered already, or closed - its intent heard again while the world

@@ -22,10 +22,10 @@ from cecm_ros.core.domain import Domain, Planner
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.partners import (
     PartnerBehaviour,
+    ReplanRule,
     RobotTeammate,
-    SimulatedHuman,
+    SimulatedPartner,
     TaskRecord,
-    partner_seed,
     run_shared_task,
 )
 
@@ -48,14 +48,15 @@ def record_episode(domain: Domain, record: TaskRecord, participant: str, set_ind
                    episode_index: int, type_name: str, truth: np.ndarray,
                    source: str = '', protocol: str = '',
                    options: dict[str, str] | None = None) -> Episode:
-    """A simulated task as an episode: the simulated partner answers every intent (a
-    confirmation or a correction); nothing is timed."""
+    """A simulated task as an episode: a plan-following partner answers every intent (a
+    confirmation or a correction), a policy only the ones it corrects; nothing is
+    timed."""
     steps = []
     for k, step in enumerate(record.steps):
         corrected = step.robot.action if step.corrected else None
         steps.append(Step(k, step.robot.action, step.human.action,
                           WireState.of(domain, record.trajectory[k + 1]), step.intended,
-                          True, corrected, step.robot.changed, step.human.changed, {}))
+                          step.answered, corrected, step.robot.changed, step.human.changed, {}))
     task = record.task
     return Episode(participant, set_index, episode_index, domain.name, type_name,
                    tuple(domain.catalog.names), tuple(bool(b) for b in truth), task.task_id,
@@ -74,6 +75,7 @@ def simulate_study(domain: Domain, planner: Planner, participants: int,
     if participants < 1 or tasks < 1 or not types:
         raise ConfigError('a study needs at least one participant, one type and one task')
     kind = PartnerBehaviour.parse(behaviour)
+    kind.check()
     catalog = domain.catalog
     episodes = []
     source = f'simulated: partner {kind}, seed {seed}'
@@ -81,15 +83,16 @@ def simulate_study(domain: Domain, planner: Planner, participants: int,
         participant = f'p{number:02d}'
         for set_index, type_name in enumerate(types, 1):
             truth = catalog.resolve(type_name)
-            own_seed = participant_seed(seed, participant, set_index)
-            own = planner.with_seed(own_seed) if kind.own_search else None
+            # A participant's own partner: its searches and choices from its own seed.
+            partner = SimulatedPartner(planner, truth, kind,
+                                       seed=participant_seed(seed, participant, set_index))
             try:
                 for index, task in enumerate(
                         domain.task_generator(task_seed(seed, set_index)).tasks(tasks), 1):
-                    human = SimulatedHuman(own or planner, truth, behaviour=kind,
-                                           seed=partner_seed(own_seed, task.task_id))
-                    robot = RobotTeammate(planner, catalog.all_capable())
-                    record = run_shared_task(domain, task, robot, human)
+                    robot = RobotTeammate(planner, catalog.all_capable(),
+                                          ReplanRule(follow_world=True))
+                    record = run_shared_task(domain, task, robot,
+                                             partner.for_task(task.task_id))
                     episodes.append(record_episode(domain, record, participant, set_index,
                                                    index, type_name, truth, source,
                                                    options=options))
@@ -99,6 +102,5 @@ def simulate_study(domain: Domain, planner: Planner, participants: int,
                                  f'{record.corrections} corrections, '
                                  f'{record.partner_deviations} off its plan')
             finally:
-                if own is not None:
-                    own.close()
+                partner.close()
     return episodes

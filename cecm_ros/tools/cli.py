@@ -108,7 +108,7 @@ def cmd_demo(args) -> int:
     if args.partner_behaviour is not None:   # refused here, not by a node in the graph
         from cecm_ros.core.partners import PartnerBehaviour
 
-        PartnerBehaviour.parse(args.partner_behaviour)
+        PartnerBehaviour.parse(args.partner_behaviour).check()
     if not args.no_ros:
         try:
             from cecm_ros.tools.demo_graph import run_graph_demo
@@ -124,13 +124,13 @@ def _core_demo(args) -> int:
     """Plan and simulate one task per named partner type (no ROS needed)."""
     from cecm_ros.core.metrics import correction_ratio
     from cecm_ros.core.partners import (
+        ReplanRule,
         RobotTeammate,
-        SimulatedHuman,
-        partner_seed,
+        SimulatedPartner,
         resolve_partner_behaviour,
         run_shared_task,
     )
-    from cecm_ros.experiments.experiment import partner_search_seed
+    from cecm_ros.experiments.experiment import partner_note
 
     model = domain_from_args(args)
     behaviour = resolve_partner_behaviour(args.partner_behaviour,
@@ -139,11 +139,6 @@ def _core_demo(args) -> int:
     _print_task(model, task)
     print(f'inert capabilities here: {", ".join(model.inert_capabilities) or "none"}')
     with planner_for(model, plan_cache=plan_cache(args)) as planner:
-        own = planner.with_seed(partner_search_seed(args.seed)) \
-            if behaviour.own_search else None
-        print(f'simulated partner: {behaviour}' + (
-            " (this planner has no seed: the same as optimal)"
-            if behaviour.own_search and own is None else ''))
         for partner in list(model.catalog.partner_types)[:2]:
             truth = model.catalog.resolve(partner)
             started = time.perf_counter()
@@ -152,11 +147,14 @@ def _core_demo(args) -> int:
             print(f'\n== partner {partner}: lacks {model.catalog.describe_missing(truth)}')
             print(f'joint plan under the true capabilities (planned in {elapsed:.3f} s):')
             print(plan.format())
-            record = run_shared_task(model, task, RobotTeammate(planner, model.catalog
-                                                                .all_capable()),
-                                     SimulatedHuman(own or planner, truth, behaviour=behaviour,
-                                                    seed=partner_seed(args.seed,
-                                                                      task.task_id)))
+            simulated = SimulatedPartner(planner, truth, behaviour, seed=args.seed)
+            print(partner_note(model, planner, simulated))
+            robot = RobotTeammate(planner, model.catalog.all_capable(),
+                                  ReplanRule(follow_world=True))
+            try:
+                record = run_shared_task(model, task, robot, simulated.for_task(task.task_id))
+            finally:
+                simulated.close()
             print(f'an optimistic robot working with this partner: {record.corrections} '
                   f'corrections in {record.robot_decisions} robot decisions '
                   f'({correction_ratio(record.corrections, record.robot_decisions):.0%}), '
@@ -184,7 +182,7 @@ def cmd_experiment(args) -> int:
         seed=args.seed, jobs=args.jobs, estimator=estimator_settings(args, model),
         switch_partner=args.switch_partner, switch_after=args.switch_after,
         forgo_probability=args.forgo_probability, task_choice=args.task_choice,
-        partner_search=args.partner_search or 'shared',
+        partner_search=args.partner_search or 'own',
         partner_behaviour=partner_behaviour(args),
         candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity)
     summaries = {}
@@ -434,12 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help='chance per task that the simulated partner declines one of its '
                           'capabilities (a not quite optimal partner); the same as '
                           '--partner-behaviour forgo:P (default: 0)')
-    sub.add_argument('--partner-search', choices=('shared', 'independent'),
-                     help="'independent': the simulated partner plans with a seed of its "
-                          "own per run (Overcooked's MCTS: a search of its own, whose plan "
-                          "may be another of several equally good ones), the same as "
-                          "--partner-behaviour independent; 'shared': with the robot's "
-                          'planner (default: the partner behaviour\'s)')
+    sub.add_argument('--partner-search', choices=('own', 'shared', 'independent'),
+                     help="where the simulated partner's searches come from: 'own' (the "
+                          'default; independent is its older name): a seed of its own per '
+                          "task where the planner has seeds (Overcooked's MCTS), never an "
+                          "estimator's; 'shared': the robot's own search, an ORACLE (the "
+                          'true vector reproduces its plans exactly), labelled so in the '
+                          'summary')
     sub.add_argument('--compare', metavar='M1,M2,...',
                      help='run these methods on the same seeds and plot them together')
     sub.add_argument('--set-diversity', type=float, metavar='DELTA',

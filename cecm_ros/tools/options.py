@@ -54,24 +54,18 @@ def add_partner_options(parser: argparse.ArgumentParser, default: str) -> None:
 
 def add_behaviour_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--partner-behaviour', metavar='BEHAVIOUR',
-                        help='how the simulated partner departs from the optimal one: '
-                             'optimal, independent, boltzmann:BETA, noisy:P, forgo:P, '
-                             "preference or detour:P (docs/partners.md) (default: the "
-                             "domain's: optimal; Overcooked independent)")
+                        help='how the simulated partner decides (docs/partners.md): on the '
+                             "robot's planner (in-model) optimal, independent, "
+                             'boltzmann:BETA, noisy:P, forgo:P, preference, detour:P; by '
+                             'other rules greedy, satisficing, habit:P; or a plug-in '
+                             'MODULE:CLASS, FILE.py:CLASS or an entry point of '
+                             "cecm_ros.partners (default: the domain's: optimal; Overcooked "
+                             'independent)')
 
 
 def partner_behaviour(args) -> str | None:
-    """The --partner-behaviour text, with an explicit --partner-search shared read as
-    'optimal' (the robot's planner), and refused beside a behaviour of its own search."""
-    from cecm_ros.core.partners import PartnerBehaviour
-
-    text = args.partner_behaviour
-    if getattr(args, 'partner_search', None) != 'shared':
-        return text
-    if text is not None and PartnerBehaviour.parse(text).own_search:
-        raise CecmError(f'--partner-search shared contradicts --partner-behaviour {text} '
-                        '(a search of its own); give one of them')
-    return text if text is not None or args.forgo_probability else 'optimal'
+    """The --partner-behaviour text as given (None: the domain's default)."""
+    return args.partner_behaviour
 
 
 class PlayAction(argparse.Action):

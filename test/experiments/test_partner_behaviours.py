@@ -68,7 +68,9 @@ def run(model, planner, task, truth, behaviour: str, seed: int):
 
 # ------------------------------------------------------------------- parsing
 @pytest.mark.parametrize('text', ['optimal', 'independent', 'boltzmann:2', 'noisy:0.25',
-                                  'forgo:1', 'preference', 'detour:0'])
+                                  'forgo:1', 'preference', 'detour:0', 'greedy',
+                                  'satisficing', 'habit:0.8', 'my_pkg.partners:Persona',
+                                  'partners/persona.py:Persona'])
 def test_every_form_parses_and_reads_back(text):
     behaviour = PartnerBehaviour.parse(text)
     assert str(behaviour) == text and PartnerBehaviour.parse(str(behaviour)) == behaviour
@@ -78,7 +80,8 @@ def test_every_form_parses_and_reads_back(text):
     ('telepathic', 'unknown partner behaviour'), ('boltzmann', 'unknown partner behaviour'),
     ('optimal:1', 'unknown partner behaviour'), ('noisy:often', 'P must be a number'),
     ('noisy:1.5', 'noisy:P needs a P in [0, 1]'), ('boltzmann:-1', 'at least 0'),
-    ('detour:nan', 'detour:P needs a P in [0, 1]')])
+    ('detour:nan', 'detour:P needs a P in [0, 1]'), ('habit', 'unknown partner behaviour'),
+    ('habit:2', 'habit:P needs a P in [0, 1]'), ('greedy:1', 'unknown partner behaviour')])
 def test_a_bad_behaviour_is_refused_naming_it(text, reason):
     with pytest.raises(ConfigError, match=re.escape(reason)) as raised:
         PartnerBehaviour.parse(text)
@@ -88,15 +91,18 @@ def test_a_bad_behaviour_is_refused_naming_it(text, reason):
 
 def test_the_old_options_map_to_behaviours_and_clash_with_another(model):
     assert resolve_partner_behaviour(None, 0.3) == PartnerBehaviour('forgo', 0.3)
+    # Where its searches come from is not a behaviour (every partner searches on its own).
     assert resolve_partner_behaviour(None, partner_search='independent') == \
-        PartnerBehaviour('independent')
+        PartnerBehaviour()
+    assert resolve_partner_behaviour('boltzmann:2', partner_search='shared') == \
+        PartnerBehaviour('boltzmann', 2.0)
     assert resolve_partner_behaviour('', default='independent') == \
         PartnerBehaviour('independent')
     assert resolve_partner_behaviour('forgo:0.3', 0.3) == PartnerBehaviour('forgo', 0.3)
     with pytest.raises(ConfigError, match='contradicts forgo_probability 0.3'):
         resolve_partner_behaviour('noisy:0.1', 0.3)
-    with pytest.raises(ConfigError, match='contradicts partner_search independent'):
-        resolve_partner_behaviour('boltzmann:2', partner_search='independent')
+    with pytest.raises(ConfigError, match='partner_search must be one of'):
+        resolve_partner_behaviour('boltzmann:2', partner_search='telepathic')
     with pytest.raises(ConfigError, match='contradicts'):
         ExperimentSettings(forgo_probability=0.2, partner_behaviour='detour:0.2')
     assert ExperimentSettings(forgo_probability=0.5).behaviour(model) == \
@@ -113,10 +119,9 @@ def test_the_old_options_map_to_behaviours_and_clash_with_another(model):
     (['--partner-behaviour', 'telepathic'], "unknown partner behaviour 'telepathic'"),
     (['--forgo-probability', '0.3', '--partner-behaviour', 'noisy:0.1'],
      'contradicts forgo_probability 0.3'),
-    (['--partner-search', 'independent', '--partner-behaviour', 'detour:0.1'],
-     'contradicts partner_search independent'),
-    (['--partner-search', 'shared', '--partner-behaviour', 'independent'],
-     '--partner-search shared contradicts --partner-behaviour independent')])
+    (['--partner-behaviour', 'no_such_package.partners:Persona'],
+     "cannot import module 'no_such_package.partners'"),
+    (['--partner-behaviour', '/no/such/persona.py:Persona'], 'no file /no/such/persona.py')])
 def test_the_cli_refuses_a_bad_or_clashing_behaviour(argv, message, tmp_path, capsys):
     assert cecm_main(['experiment', *argv, '--out', str(tmp_path / 'out')]) == 2
     error = capsys.readouterr().err
@@ -265,7 +270,7 @@ def test_an_experiment_records_the_deviation_rate(tmp_path, capsys):
 
 def test_independent_in_tidyup_says_it_is_optimal(tmp_path, capsys):
     out = tmp_path / 'independent'
-    assert cecm_main(['experiment', '--partner-search', 'independent', '--runs', '1',
+    assert cecm_main(['experiment', '--partner-behaviour', 'independent', '--runs', '1',
                       '--tasks', '1', '--samples', '20', '--heldout', '0', '--jobs', '1',
                       '--out', str(out)]) == 0
     assert 'planner has no seed' in capsys.readouterr().err

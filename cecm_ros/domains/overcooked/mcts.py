@@ -30,7 +30,7 @@ import threading
 import time
 from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from itertools import accumulate
 from multiprocessing import get_context
 from typing import Any
@@ -387,20 +387,21 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _worker_plan(task: Task, vector: bytes, seed: int) -> JointPlan:
-    # The seed travels with each search: planners of other seeds share one pool.
+def _worker_settings(wanted: dict) -> MctsSettings:
+    # The settings travel with each search: twins of other seeds and depths share a pool.
     settings = _WORKER['settings']
-    if settings.seed != seed:
-        settings = replace(settings, seed=seed)
+    return settings if asdict(settings) == wanted else MctsSettings(**wanted)
+
+
+def _worker_plan(task: Task, vector: bytes, wanted: dict) -> JointPlan:
+    settings = _worker_settings(wanted)
     return search_plan(_WORKER['domain'], task, np.frombuffer(vector, dtype=bool).copy(),
                        settings)
 
 
-def _worker_plan_set(task: Task, vector: bytes, seed: int, rules: tuple) -> list:
+def _worker_plan_set(task: Task, vector: bytes, wanted: dict, rules: tuple) -> list:
     from .diverse import SetRules, plan_set_actions
-    settings = _WORKER['settings']
-    if settings.seed != seed:
-        settings = replace(settings, seed=seed)
+    settings = _worker_settings(wanted)
     return plan_set_actions(_WORKER['domain'], task, np.frombuffer(vector, dtype=bool).copy(),
                             settings, SetRules(*rules))
 
@@ -431,15 +432,30 @@ class MctsPlanner(CachingPlanner):
         self.open_store(plan_cache, files_digest(
             domain.fingerprint_files(), ('mcts', RULES_VERSION, asdict(self.settings))))
 
+    @property
+    def search_seed(self) -> int:   # type: ignore[override]
+        return self.settings.seed
+
     def with_seed(self, seed: int) -> MctsPlanner:
+        return self._twin(seed=seed)
+
+    def satisficing(self, seed: int) -> MctsPlanner:
+        """A shallow search: an eighth of the simulations and a third of the rollouts
+        (at least one each), on ``seed``: plans that are often longer than this
+        planner's, for a satisficing partner."""
+        return self._twin(seed=seed, simulations=max(1, self.settings.simulations // 8),
+                          rollouts=max(1, self.settings.rollouts // 3))
+
+    def _twin(self, **changes: Any) -> MctsPlanner:
         twin = MctsPlanner(self.domain, workers=1, plan_cache=False,
-                           **{**asdict(self.settings), 'seed': seed})
+                           **{**asdict(self.settings), **changes})
         twin._owner = self._owner or self
         if self.store is not None:
             twin.use_store(self.store, files_digest(self.domain.fingerprint_files(), (
                 'mcts', RULES_VERSION, asdict(twin.settings))))
-        if self.offload is not None:
-            twin.offload_searches(self.offload.with_seed(seed))
+        if self.offload is not None and set(changes) == {'seed'}:
+            # (A cluster's workers make seed twins only: other twins search here.)
+            twin.offload_searches(self.offload.with_seed(twin.settings.seed))
         return twin
 
     def action_values(self, task: Task, state: Any, vector: np.ndarray,
@@ -479,7 +495,7 @@ class MctsPlanner(CachingPlanner):
             return [search_plan(self.domain, task, v, self.settings) for v in vectors]
         workers = (self._owner or self).workers
         return list(pool.map(_worker_plan, [task] * len(vectors),
-                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
+                             [v.tobytes() for v in vectors], [asdict(self.settings)] * len(vectors),
                              chunksize=max(1, len(vectors) // (4 * workers))))
 
     def _shared_pool(self) -> ProcessPoolExecutor | None:
@@ -555,13 +571,13 @@ class MctsPlanner(CachingPlanner):
             return [plan_set_actions(self.domain, task, v, self.settings, rules)
                     for v in vectors]
         return list(pool.map(_worker_plan_set, [task] * len(vectors),
-                             [v.tobytes() for v in vectors], [self.settings.seed] * len(vectors),
+                             [v.tobytes() for v in vectors], [asdict(self.settings)] * len(vectors),
                              [tuple(asdict(rules).values())] * len(vectors)))
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
-        if self.store is not None:
+        if self.store is not None and self._owner is None:   # a twin's is its owner's
             self.store.close()
         super().close()

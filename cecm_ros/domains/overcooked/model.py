@@ -245,6 +245,33 @@ class OvercookedDomain(Domain[tuple]):
                 mask[self.gate[f'get_{vegetable}']] = False
         return mask
 
+    def interchangeable_capabilities(self) -> tuple[tuple[int, ...], ...]:
+        """The two plates, and the two knives: a partner's habit may keep to one of each."""
+        return tuple((self.gate[f'{kind}_1'], self.gate[f'{kind}_2'])
+                     for kind in ('get_plate', 'go_to_knife'))
+
+    def goal_progress(self, task: Task, state: tuple) -> float:
+        """A cook's plain count of how far the salad is (what a greedy partner climbs,
+        unlike the planner's prior): per vegetable of the recipe 2 on a board raw, 3
+        chopped, 4 on a plate; 20 once served. (Carrying counts for nothing: a cook who
+        cannot bring a vegetable to a board loses nothing by putting it down.)"""
+        if state[DONE]:
+            return 20.0
+        recipe = self.recipes[state[RECIPE]]
+        boards = {self.kitchens[state[K]].objects[knife] for knife in KNIVES}
+        value = 0.0
+        for i, vegetable in enumerate(VEGETABLES):
+            if vegetable not in recipe:
+                continue
+            where = state[VLOC + i]
+            if ON_PLATE <= where < SERVED:
+                value += 4.0
+            elif state[CHOP + i] == CHOPS:
+                value += 3.0
+            elif where in boards:
+                value += 2.0
+        return value
+
     def exercised_capabilities(self, trajectory: Sequence[tuple]) -> np.ndarray:
         """A capability is proven used at a step when every pair of macro actions (the
         partner's, then the robot's) that explains the step has the partner use it."""

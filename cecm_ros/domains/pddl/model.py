@@ -441,6 +441,10 @@ class PddlModel(Domain[int]):
         goal = self.state_from_atoms(task.goal)
         return state & goal == goal
 
+    def goal_progress(self, task: Task, state: int) -> float:
+        """How many of the goal's atoms hold (a greedy partner's distance to climb)."""
+        return float((state & self.state_from_atoms(task.goal)).bit_count())
+
     def transition(self, state: int, agent: str, action: str | None,
                    capabilities: np.ndarray) -> tuple[int, ActionOutcome]:
         if action is None or action == NOOP:

@@ -46,6 +46,9 @@ from .fast_downward import (
 from .planning_worker import receive, send
 
 DEFAULT_ENGINE = 'fast-downward-opt'
+# A satisficing partner's search (FastDownwardPlanner.satisficing), a seed filled in.
+SATISFICING_SEARCH = ('lazy_greedy([ff()], preferred=[ff()], randomize_successors=true, '
+                      'random_seed={seed}, verbosity=silent)')
 # Part of every stored plan's key: raise it when a change here (the search, the lifting
 # into joint steps, the canonical order) can change the plan of a (task, vector).
 PLANNER_VERSION = 2
@@ -287,20 +290,28 @@ class FastDownwardPlanner(CachingPlanner):
 
     def __init__(self, model: PddlModel, engine: str = DEFAULT_ENGINE,
                  timeout_s: float = 60.0, workers: int = 1, cache_size: int = 100_000,
-                 reuse_translation: bool = True, plan_cache: bool | str = False):
+                 reuse_translation: bool = True, plan_cache: bool | str = False,
+                 search: str | None = None, search_seed: int | None = None):
         if workers < 1:
             raise ValueError(f'workers must be at least 1, got {workers}')
-        optimal = engine == DEFAULT_ENGINE
+        # ``search``: another Fast Downward search than the optimal one (satisficing).
+        optimal = engine == DEFAULT_ENGINE and search is None
         super().__init__(model, model.guarantees if optimal else
                          replace(model.guarantees, cost_optimal=False), cache_size)
+        self.search_seed = search_seed
+        self._own_search = search
         self.model = model
         self.engine = engine
         self.timeout_s = timeout_s
         self.workers = workers
         self._workers: list[_WorkerProcess] = []
-        root = fast_downward_root() if reuse_translation and optimal else None
+        root = fast_downward_root() if reuse_translation and engine == DEFAULT_ENGINE \
+            else None
+        if search is not None and root is None:
+            raise ConfigError('a Fast Downward search of its own needs the up-fast-downward '
+                              'package and the default engine')
         self._search = FastDownwardSearch(root, timeout_s,
-                                          model.optimal_search or OPTIMAL_SEARCH) \
+                                          search or model.optimal_search or OPTIMAL_SEARCH) \
             if root else None
         self._translations: OrderedDict[tuple, tuple[TranslatedTask, np.ndarray]] = \
             OrderedDict()
@@ -310,8 +321,27 @@ class FastDownwardPlanner(CachingPlanner):
         self._search_threads: ThreadPoolExecutor | None = None
         # A plan is the same whether or not the translation is reused; the timeout only
         # decides whether there is one (a timeout is raised, never stored).
-        self.open_store(plan_cache, repr(('fast-downward', PLANNER_VERSION, engine,
-                                          model.plan_scope())))
+        self.open_store(plan_cache, self._scope())
+
+    def _scope(self) -> str:
+        scope: tuple = ('fast-downward', PLANNER_VERSION, self.engine, self.model.plan_scope())
+        if self._own_search is not None:
+            scope += (self._own_search,)
+        return repr(scope)
+
+    def satisficing(self, seed: int) -> FastDownwardPlanner | None:
+        """The first plan of a lazy greedy best-first search with the FF heuristic and its
+        preferred operators, successors in an order drawn from ``seed`` (LAMA's first
+        iteration, without landmarks): often longer than the optimal plan and shaped
+        otherwise. Shares this planner's plan store (its own keys); one worker."""
+        if self._search is None:
+            return None
+        twin = FastDownwardPlanner(self.model, timeout_s=self.timeout_s,
+                                   search=SATISFICING_SEARCH.format(seed=int(seed)),
+                                   search_seed=int(seed))
+        if self.store is not None:
+            twin.use_store(self.store, twin._scope())
+        return twin
 
     def close(self) -> None:
         """Stop the planning workers; the next planning call starts new ones."""
