@@ -124,6 +124,38 @@ def test_a_pddl_parse_error_names_the_pddl_file(tmp_path):
     assert 'workshop.pddl' in message and 'cannot read the PDDL domain' in message
 
 
+LAB = REPO / 'config' / 'domains' / 'lab'
+
+
+@pytest.mark.parametrize('example, change, token, words', [
+    # The lab writes its costs as numbers: the planner reads a rewritten copy of it, and
+    # the position is still that of the user's file.
+    ('lab', lambda t: t.replace('(:action take', '(:action take #'), '(:action take',
+     "Expected ':parameters', found '#'"),
+    ('lab', lambda t: t.replace(':precondition (and (at ?a ?s) (sample-at',
+                                ':precondtion (and (at ?a ?s) (sample-at'), ':precondtion',
+     'found'),
+    ('lab', lambda t: t.replace('(at ?a ?from) (path', '(att ?a ?from) (path'), '(att ?a',
+     "no predicate 'att' is declared; predicates: at, free, has-centrifuge"),
+    ('workshop', lambda t: t.replace('(agent-at ?a ?from)', '(agnt-at ?a ?from)', 1),
+     '(agnt-at', "no predicate 'agnt-at' is declared"),
+], ids=['lab-stray-character', 'lab-misspelt-keyword', 'lab-unknown-predicate',
+        'workshop-unknown-predicate'])
+def test_a_pddl_mistake_is_named_at_its_line_in_the_users_file(tmp_path, example, change,
+                                                                token, words):
+    source = {'lab': LAB, 'workshop': EXAMPLE}[example]
+    target = tmp_path / example
+    shutil.copytree(source, target)
+    pddl = target / f'{example}.pddl'
+    pddl.write_text(change(pddl.read_text()))
+    line = next(n for n, text in enumerate(pddl.read_text().splitlines(), 1) if token in text)
+    with pytest.raises(ConfigError) as caught:
+        load_domain(str(target / 'domain.yaml'))
+    message = str(caught.value)
+    assert message.startswith(f'{pddl}:{line}:'), message
+    assert 'cannot read the PDDL domain' in message and words in message
+
+
 def test_a_capability_gating_an_unknown_action_is_named(tmp_path):
     message = bad(tmp_path, lambda s: s['capabilities'][0].update(action='teleport'))
     assert "'move_shelf'" in message and "'teleport'" in message and 'actions:' in message
@@ -143,12 +175,56 @@ def test_a_partner_type_naming_an_unknown_capability_is_named(tmp_path):
     assert "'seated'" in message and "'fly'" in message
 
 
-def test_a_task_no_team_can_reach_is_named(tmp_path):
+def test_a_goal_no_start_can_reach_is_refused_at_its_entry(tmp_path):
     def unreachable(spec):
         # Nothing can be inspected without a gauge anywhere.
         spec['static'] = [f for f in spec['static'] if 'has-gauge' not in f]
-    message = bad(tmp_path, unreachable)
-    assert 'cannot be reached even by a fully capable team' in message
+    path = copy_example(tmp_path, unreachable)
+    message = bad(tmp_path / 'again', unreachable)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if text.strip() == 'goal:') + 1
+    assert message.startswith(f'{tmp_path / "again" / "workshop" / "domain.yaml"}:{line}:')
+    assert 'tasks: generate: goal[1]: (inspected ' in message
+    assert 'can never be reached' in message
+
+
+def test_a_task_no_team_can_reach_names_the_atoms_out_of_reach(tmp_path):
+    """A start where the bolt lies on a shelf no one can leave: the task drawn from it
+    cannot be done, though the goal can be from other starts."""
+    def shelf_cut_off(spec):
+        spec['static'] = [f for f in spec['static'] if 'shelf' not in f]
+        spec['tasks']['generate'] = {
+            'initial': [{'one_of': ['(agent-at robot bench)', '(agent-at robot inspection)']},
+                        '(agent-at worker bench)', '(hand-free robot)', '(hand-free worker)',
+                        {'one_of': ['(part-at bolt shelf)'] * 3 + ['(part-at bolt bench)']},
+                        '(part-at bracket bench)', '(part-at gear bench)',
+                        '(part-at panel bench)'],
+            'goal': ['(inspected bolt)']}
+    path = copy_example(tmp_path, shelf_cut_off)
+    message = bad(tmp_path / 'again', shelf_cut_off)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if text.strip() == 'generate:')
+    assert message.startswith(f'{tmp_path / "again" / "workshop" / "domain.yaml"}:{line}:')
+    assert 'tasks: generate: task task-0-' in message
+    assert message.endswith('cannot be reached even by a fully capable team: no actions of '
+                            'the two agents, with every capability, make (inspected bolt) '
+                            'true from its start')
+
+
+def test_a_problem_no_team_can_finish_names_its_file_and_goal(tmp_path):
+    target = tmp_path / 'lab'
+    shutil.copytree(LAB, target)
+    problem = target / 'problems' / 'spin_blood.pddl'
+    problem.write_text(problem.read_text().replace(
+        '(:goal (and (spun blood)))', '(:goal (and (sample-at blood bench)\n'
+        '              (sample-at blood printer)))'))
+    with pytest.raises(ConfigError) as caught:
+        load_domain(str(target / 'domain.yaml'))
+    line = next(n for n, text in enumerate(problem.read_text().splitlines(), 1)
+                if '(:goal' in text)
+    assert str(caught.value) == (
+        f'{problem}:{line}:3: task spin_blood cannot be reached even by a fully capable '
+        'team: each goal atom can be reached on its own, but not all of them together')
 
 
 def test_unknown_entries_and_missing_files_are_named(tmp_path):
