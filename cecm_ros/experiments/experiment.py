@@ -470,7 +470,7 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
         if not quiet:
             say(line)
 
-    key = experiment_key(settings, model)
+    key = experiment_key(settings, model) if out_dir is not None else ''
     folder = Path(out_dir) / 'runs' / key if out_dir is not None else None
     kept: dict[int, dict] = {}
     if folder is not None:

@@ -252,23 +252,13 @@ class FileDomain(PddlModel):
 
     def _check_fact_gates(self) -> None:
         """Every capability fact is a static fact of the partner, not under static."""
-        domain = self._domain_problem
-        fluents = {f.name: f for f in domain.fluents}
-        static = {f.name for f in domain.get_static_fluents()}
         for fact, (index, path) in self._fact_entries.items():
             name, *args = split_atom(fact)
-            label = f'capabilities[{path[1] + 1}] ({self.catalog.names[index]}): fact'
-            fluent = fluents.get(name)
-            if fluent is None or not fluent.type.is_bool_type():
-                raise self.entry_error(path, f'{label}: no predicate {name!r} in the PDDL '
-                                       f'domain; predicates: {", ".join(self._predicates())}')
-            if name not in static:
-                raise self.entry_error(path, f'{label}: {fact}: {name!r} is changed by the '
-                                       f'actions {", ".join(self._changers(name))}; a '
-                                       'capability is a fact no action changes')
-            self._check_arguments(fluent, args, path, f'{label}: {fact}')
+            label = f'capabilities[{path[1] + 1}] ({self.catalog.names[index]}): fact: {fact}'
+            self._check_static_fact(fact, path, label, '; a capability is a fact no action '
+                                    'changes')
             if self._partner_object not in args:
-                raise self.entry_error(path, f'{label}: {fact} is not about the partner '
+                raise self.entry_error(path, f'{label} is not about the partner '
                                        f'{self._partner_object!r} (write the partner\'s '
                                        f'object, or "{PARTNER_WORD}")')
             if fact in self._static_facts:
@@ -276,6 +266,19 @@ class FileDomain(PddlModel):
                                        f'static: {fact} is the fact of capability '
                                        f'{self.catalog.names[index]!r}, which the package '
                                        'varies; leave it out of static')
+
+    def _check_static_fact(self, fact: str, path: tuple, label: str, changed: str) -> None:
+        """``fact`` is of a predicate of the PDDL file no action changes, with arguments
+        of its types; ``changed`` ends the refusal of one that some action changes."""
+        name, *args = split_atom(fact)
+        fluent = {f.name: f for f in self._domain_problem.fluents}.get(name)
+        if fluent is None or not fluent.type.is_bool_type():
+            raise self.entry_error(path, f'{label}: no predicate {name!r} in the PDDL domain; '
+                                   f'predicates: {", ".join(self._predicates())}')
+        if name not in self._static_predicates:
+            raise self.entry_error(path, f'{label}: {name!r} is changed by the actions '
+                                   f'{", ".join(self._changers(name))}{changed}')
+        self._check_arguments(fluent, args, path, label)
 
     def _predicates(self) -> list[str]:
         return sorted(f.name for f in self._domain_problem.fluents if f.type.is_bool_type())
@@ -294,22 +297,11 @@ class FileDomain(PddlModel):
                 raise self.entry_error(('objects', kind), f'objects: {kind!r} is no type of '
                                        f'the PDDL domain; types: {", ".join(types) or "none"}',
                                        key=True)
-        fluents = {f.name: f for f in domain.fluents}
-        static = {f.name for f in domain.get_static_fluents()}
         for fact in sorted(self._static_facts):
-            name, *args = split_atom(fact)
-            fluent = fluents.get(name)
-            path = self._static_entries[fact]
-            label = f'static: {fact}'
-            if fluent is None or not fluent.type.is_bool_type():
-                raise self.entry_error(path, f'{label}: no predicate {name!r} in the PDDL '
-                                       f'domain; predicates: {", ".join(self._predicates())}')
-            if name not in static:
-                raise self.entry_error(path, f'{label}: {name!r} is changed by the actions '
-                                       f'{", ".join(self._changers(name))}, so it is no '
-                                       'static fact; a task says where it starts (the '
-                                       'initial state of a problem or template)')
-            self._check_arguments(fluent, args, path, label)
+            self._check_static_fact(fact, self._static_entries[fact], f'static: {fact}',
+                                    ', so it is no static fact; a task says where it starts '
+                                    '(the initial state of a problem or template)')
+        fluents = {f.name: f for f in domain.fluents}
         functions = {n: f for n, f in fluents.items() if not f.type.is_bool_type()
                      and n != 'total-cost' and n not in self._constant_costs}
         for term in self._costs:
@@ -414,6 +406,9 @@ class FileDomain(PddlModel):
             self.known_keys(entry, CAPABILITY_KEYS, path, label)
             if not isinstance(name, str):
                 raise self.entry_error(path, f'{label}: needs a "name"')
+            if name in (c.name for c in capabilities):
+                raise self.entry_error((*path, 'name'), f'{label}: capability {name!r} is '
+                                       'named more than once')
             if ('action' in entry) == ('fact' in entry):
                 raise self.entry_error(path, f'{label}: give the "action" (or list of '
                                        'actions) it gates, or the partner\'s "fact" it is '

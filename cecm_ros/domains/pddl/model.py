@@ -301,23 +301,25 @@ class PddlModel(Domain[int]):
         if not expression.is_fluent_exp():
             raise ConfigError(f'{self._action_at(action)}: action {action!r}: unsupported '
                               f'cost {expression} (give costs as cost functions)')
-        fluent, args = self._bind(expression, binding)
+        fluent, args = self._bind(expression, binding, action)
         term = atom(fluent, *args)
         constant = self._constant_costs.get(fluent)
         cost = constant if constant is not None else self._cost_value(fluent, args)
         self._cost_terms[term] = cost
         return cost, planner_cost(cost, term)
 
-    @staticmethod
-    def _bind(node: up.FNode, binding: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    def _bind(self, node: up.FNode, binding: dict[str, str],
+              action: str) -> tuple[str, tuple[str, ...]]:
         args = []
         for arg in node.args:
-            if arg.is_parameter_exp():
+            if arg.is_parameter_exp() and arg.parameter().name in binding:
                 args.append(binding[arg.parameter().name])
             elif arg.is_object_exp():
                 args.append(arg.object().name)
             else:
-                raise ConfigError(f'unsupported argument {arg} in {node}')
+                raise ConfigError(f'{self._action_at(action)}: unsupported argument {arg} in '
+                                  f'{node} of {action!r} (an argument is a parameter of the '
+                                  'action or an object)')
         return node.fluent().name, tuple(args)
 
     def _ground_one(self, action, binding, values, static) -> GroundAction | None:
@@ -338,7 +340,7 @@ class PddlModel(Domain[int]):
                 raise ConfigError(f'{self._action_at(action.name)}: unsupported precondition '
                                   f'{condition} in {action.name!r} (preconditions are facts, '
                                   'their conjunctions and (not (= ?x ?y)))')
-            name, args = self._bind(condition, binding)
+            name, args = self._bind(condition, binding, action.name)
             capability, needed = self._capability_precondition(name, args)
             if capability:
                 gate = self._one_gate(action.name, values, gate, needed)
@@ -350,13 +352,17 @@ class PddlModel(Domain[int]):
         add = delete = 0
         cost, tie_broken = 0.0, 0
         for effect in action.effects:
+            if effect.is_forall() or effect.is_conditional():
+                raise ConfigError(f'{self._action_at(action.name)}: unsupported effect '
+                                  f'{effect} in {action.name!r} (conditional and forall '
+                                  'effects are not supported)')
             if effect.is_increase() and effect.fluent.fluent().name == 'total-cost':
                 term_cost, term_planner_cost = self._cost_of(effect.value, binding,
                                                                action.name)
                 cost += term_cost
                 tie_broken += term_planner_cost
                 continue
-            name, args = self._bind(effect.fluent, binding)
+            name, args = self._bind(effect.fluent, binding, action.name)
             bit = 1 << self._prop_index[atom(name, *args)]
             if effect.value.is_true():
                 add |= bit

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from paths import REPO  # noqa: E402
+from paths import REPO, line_of  # noqa: E402
 
 from cecm_ros.core.domain import HUMAN
 from cecm_ros.core.errors import ConfigError
@@ -50,13 +50,6 @@ def refused(path: Path) -> str:
     with pytest.raises(ConfigError) as caught:
         FileDomain(path)
     return str(caught.value)
-
-
-def line_of(path: Path, token: str, last: bool = False) -> int:
-    """The line of a file (from 1) where ``token`` is written first (or last)."""
-    lines = [n for n, line in enumerate(path.read_text().splitlines(), 1) if token in line]
-    assert lines, f'{token!r} is not in {path}'
-    return lines[-1] if last else lines[0]
 
 
 def names_line(message: str, path: Path, token: str, last: bool = False) -> bool:
@@ -231,16 +224,22 @@ def _rename(path: str, old: str, new: str):
     (_set('static', ['(path fridge)']),
      "static: (path fridge): 'path' takes 2 arguments (?from - station ?to - station), "
      'got 1', '(path fridge)'),
+    (_set('capabilities.1.name', 'walk_centrifuge'),
+     "capabilities[2] (walk_centrifuge): capability 'walk_centrifuge' is named more than "
+     'once', 'name: walk_centrifuge'),
 ], ids=['partner-type-key', 'capability-key', 'tasks-key', 'problems-and-generate',
         'cost-of-unknown-function', 'fluent-under-static', 'static-unknown-object',
         'static-unknown-predicate', 'agent-not-an-object', 'unknown-object-type',
-        'object-twice', 'schema-order-unknown-action', 'static-wrong-arity'])
+        'object-twice', 'schema-order-unknown-action', 'static-wrong-arity',
+        'capability-twice'])
 def test_a_misreading_of_domain_yaml_is_refused(tmp_path, change, words, token):
     """Each mistake is named with the file, the line and the column where it is written
-    (the file is written anew by the test: the line is looked up in it)."""
+    (the file is written anew by the test: the line is looked up in it; where the token
+    is written twice, the second is the mistake)."""
     path = copy_of(LAB, tmp_path, change)
     message = refused(path)
-    assert names_line(message, path, token, last=token == '- tech'), message
+    assert names_line(message, path, token, last=token in ('- tech', 'name: walk_centrifuge')), \
+        message
     assert words in message
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from paths import TEST_DIR
+from paths import TEST_DIR, line_of
 
 from cecm_ros.core.domain import HUMAN, ROBOT
 from cecm_ros.core.errors import ConfigError, UnsolvableTaskError
@@ -105,11 +105,6 @@ def test_the_robots_own_facts_stay_as_static_says(tmp_path):
             planner.plan(task, domain.catalog.vector_without(['paint']))
 
 
-def line_of(path: Path, token: str, last: bool = False) -> int:
-    lines = [n for n, text in enumerate(path.read_text().splitlines(), 1) if token in text]
-    return lines[-1] if last else lines[0]
-
-
 def _capability(index: int, **entry):
     def change(spec):
         spec['capabilities'][index] = {'name': spec['capabilities'][index]['name'], **entry}
@@ -146,6 +141,31 @@ def test_a_capability_fact_that_cannot_be_one_is_refused_at_its_line(tmp_path, c
     line = line_of(path, token, last=token == '(can-weld partner)')
     assert re.match(rf'{re.escape(str(path))}:{line}:\d+: ', message), message
     assert words in message
+
+
+@pytest.mark.parametrize('pddl_change, words', [
+    # The robot's action asks for the partner's fact: a capability gates the partner only.
+    (lambda t: t.replace('(:action weld', """(:action coach
+    :parameters (?w ?v - worker ?d - dock)
+    :precondition (and (at ?w ?d) (at ?v ?d) (can-weld ?v))
+    :effect (and))
+  (:action weld"""), "(coach robot tech west) is an action of the robot that needs the "
+     "partner's capability 'weld'; a capability gates actions of the partner"),
+    (lambda t: t.replace('(hull-at ?h ?d) (can-weld ?w))', '(hull-at ?h ?d) (can-weld ?w)\n'
+                         '                       (can-paint ?w))'),
+     'capabilities weld, paint all gate (weld tech h1 west); one action may need one '
+     'capability'),
+], ids=['robot-action', 'two-capabilities'])
+def test_an_action_a_capability_fact_cannot_gate_is_refused_at_the_action(tmp_path,
+                                                                          pddl_change, words):
+    path = copy_shipyard(tmp_path)
+    pddl = path.parent / 'shipyard.pddl'
+    pddl.write_text(pddl_change(pddl.read_text()))
+    with pytest.raises(ConfigError) as caught:
+        FileDomain(path)
+    action = 'coach' if 'coach' in words else 'weld'
+    line = line_of(pddl, f'(:action {action}')
+    assert str(caught.value).startswith(f'{pddl}:{line}:3: {words}'), str(caught.value)
 
 
 def test_the_plan_table_names_the_partner_as_the_domain_does(capsys):
