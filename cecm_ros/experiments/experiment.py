@@ -502,7 +502,7 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
         """Keep a run that finished, with its held-out metrics, or its error."""
         try:
             rows, wall = outcome()
-            identifiable = add_heldout_metrics(model, pool, rows) if pool else {}
+            identifiable = add_heldout_metrics(model, pool, rows) if pool is not None else {}
             record = run_record(key, run, rows, identifiable, wall)
         except Exception as error:   # noqa: BLE001 - recorded with the run; the others go on
             record = failure_record(key, run, error)
@@ -540,8 +540,8 @@ def run_experiment(settings: ExperimentSettings, model: Domain,
             baseline.close()
     wall = time.perf_counter() - started
     if not kept:
-        first = failed[min(failed)]
-        raise CecmError(f'every run failed; run 1: {first["error"]}' +
+        first = min(failed)
+        raise CecmError(f'every run failed; run {first + 1}: {failed[first]["error"]}' +
                         (f' (traces in {folder})' if folder is not None else ''))
     results = [TaskResult(**row) for run in sorted(kept) for row in kept[run]['rows']]
     identifiable: dict[str, list[str]] = {}
