@@ -4,3 +4,11 @@ from pathlib import Path
 
 TEST_DIR = Path(__file__).resolve().parent
 REPO = TEST_DIR.parent
+
+
+def line_of(path: Path, token: str, last: bool = False) -> int:
+    """The line of a file (from 1) where ``token`` is written first (or last): where an
+    error about it should point."""
+    lines = [n for n, text in enumerate(path.read_text().splitlines(), 1) if token in text]
+    assert lines, f'{token!r} is not in {path}'
+    return lines[-1] if last else lines[0]

@@ -82,15 +82,16 @@ class JointPlan:
     def actions_of(self, agent: str) -> list[str]:
         return [s.action_of(agent) for s in self.steps if s.action_of(agent) != NOOP]
 
-    def format(self, width: int = 34) -> str:
+    def format(self, width: int = 34, partner: str = 'partner') -> str:
         """A two-column table of who does what, one joint step per line (the robot's
-        column as wide as its longest action, so columns never run together)."""
+        column as wide as its longest action, so columns never run together);
+        ``partner`` heads the partner's column (the domain's name for it)."""
         width = max([width - 2, *(len(step.robot) for step in self.steps)]) + 2
-        lines = [f'{"step":>4}  {"robot":<{width}}{"human"}']
+        lines = [f'{"step":>4}  {"robot":<{width}}{partner}']
         for index, step in enumerate(self.steps, 1):
             lines.append(f'{index:>4}  {step.robot:<{width}}{step.human}')
-        lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, human {self.human_cost:g}),'
-                     f' {len(self.steps)} joint steps')
+        lines.append(f'cost {self.cost:g} (robot {self.robot_cost:g}, {partner} '
+                     f'{self.human_cost:g}), {len(self.steps)} joint steps')
         return '\n'.join(lines)
 
 

@@ -10,14 +10,16 @@ estimate's Hamming distance after the update.
 from __future__ import annotations
 
 import csv
+import functools
+import hashlib
 import json
 import math
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ import numpy as np
 
 from cecm_ros.core import metrics
 from cecm_ros.core.domain import Domain, Planner
-from cecm_ros.core.errors import ConfigError, PlannerTimeoutError
+from cecm_ros.core.errors import CecmError, ConfigError, PlannerTimeoutError
 from cecm_ros.core.estimator import EstimatorSettings, UpdateReport, make_estimator
 from cecm_ros.core.evidence import STATUS_LETTERS, confounded_text, evidence_entries
 from cecm_ros.core.hypotheses import PLAN_SET_DEFAULTS, evaluator_for
@@ -44,6 +46,14 @@ from cecm_ros.core.partners import (
 from cecm_ros.core.task_choice import choose_task
 from cecm_ros.core.tasks import TaskSequence, heldout_seed
 from cecm_ros.domains import baseline_planner_for, planner_for
+from cecm_ros.experiments.run_files import (
+    failure_record,
+    keep,
+    open_folder,
+    read_run,
+    run_record,
+    write_atomic,
+)
 
 METRICS = ('hamming', 'hamming_active', 'hamming_identifiable', 'heldout_agreement',
            'correction_ratio', 'iou', 'infeasible_assigned', 'accepted_samples', 'decided',
@@ -425,68 +435,153 @@ def summarise(settings: ExperimentSettings, results: list[TaskResult], wall_s: f
 
 def write_outputs(out_dir: Path, summary: dict, results: list[TaskResult]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / 'summary.json').write_text(json.dumps(summary, indent=1))
+    write_atomic(out_dir / 'summary.json', json.dumps(summary, indent=1))
     with open(out_dir / 'runs.csv', 'w', newline='') as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(asdict(results[0])))
+        writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(TaskResult)])
         writer.writeheader()
         for result in results:
             writer.writerow(asdict(result))
 
 
+def experiment_key(settings: ExperimentSettings, model: Domain) -> str:
+    """The name of the folder an experiment keeps its runs in: a hash of its settings
+    (all but the number of runs and of jobs, which change no run) and of the domain (what
+    it plans with and the tasks it draws), so that a run is reused only by the same
+    experiment."""
+    described = asdict(settings)
+    del described['runs'], described['jobs']
+    scope = getattr(model, 'plan_scope', None)
+    first = model.task_generator(run_seed(settings.seed, 0)).tasks(settings.tasks)
+    identity = {'format': 'cecm_ros/experiment/1', 'settings': described,
+                'domain': model.describe(), 'scope': scope() if callable(scope) else None,
+                'capabilities': list(model.catalog.names),
+                'partner': model.catalog.format_vector(model.catalog.resolve(settings.partner)),
+                'tasks': [(sorted(t.initial), sorted(t.goal)) for t in first]}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
+    return f'{settings.method}-{digest.hexdigest()[:10]}'
+
+
 def run_experiment(settings: ExperimentSettings, model: Domain,
                    out_dir: str | Path | None = None, quiet: bool = False,
                    planner: Planner | None = None) -> dict:
-    """Run ``settings.runs`` runs (``jobs`` at a time) and write the outputs to ``out_dir``."""
+    """Run ``settings.runs`` runs (``jobs`` at a time) and write the outputs to ``out_dir``.
+
+    Each run is kept in ``out_dir/runs/<experiment_key>/`` the moment it finishes
+    (run_files.py), with its held-out metrics; runs kept there by an earlier call with
+    the same settings are not run again, and a run that fails is recorded with its
+    error (``failed_runs`` in the summary) while the others go on. The summary is of
+    the runs there are."""
     for spec in filter(None, (settings.partner, settings.switch_partner)):
         model.catalog.resolve(spec)  # fail early on a bad partner
     settings.behaviour(model).check()   # and on a plug-in that does not load
     lock = threading.Lock()
 
+    def say(line: str) -> None:
+        with lock:
+            print(line, file=sys.stderr, flush=True)
+
     def report(line: str) -> None:
         if not quiet:
-            with lock:
-                print(line, file=sys.stderr, flush=True)
+            say(line)
 
+    key = experiment_key(settings, model) if out_dir is not None else ''
+    folder = Path(out_dir) / 'runs' / key if out_dir is not None else None
+    kept: dict[int, dict] = {}
+    if folder is not None:
+        open_folder(folder)
+        for run in range(settings.runs):
+            record = read_run(folder, key, run, settings.tasks)
+            if record is not None:
+                kept[run] = record
+        if kept:
+            say(f'{len(kept)} of {settings.runs} runs were finished before and are kept '
+                f'({folder}); running the other {settings.runs - len(kept)}')
+    failed: dict[int, dict] = {}
     own_planner = planner is None
     planner = planner or planner_for(model, workers=settings.jobs)
     baseline = baseline_for(model, settings.method)
     calls_before, hits_before = planner.calls, planner.cache_hits
     started = time.perf_counter()
-    try:
-        if settings.jobs > 1 and settings.runs > 1:
-            with ThreadPoolExecutor(settings.jobs) as threads:
-                batches = list(threads.map(
-                    lambda run: run_once(model, planner, settings, run, report, baseline),
-                    range(settings.runs)))
+    pool = None
+    if settings.heldout:
+        report(f'held-out metrics: {settings.heldout} tasks (seed {settings.heldout_seed})')
+        pool = heldout_pool(model, planner, settings)
+
+    def one_run(run: int) -> tuple[list[TaskResult], float]:
+        began = time.perf_counter()
+        return run_once(model, planner, settings, run, report, baseline), \
+            time.perf_counter() - began
+
+    def finished(run: int, outcome: Callable[[], tuple[list[TaskResult], float]]) -> None:
+        """Keep a run that finished, with its held-out metrics, or its error."""
+        try:
+            rows, wall = outcome()
+            identifiable = add_heldout_metrics(model, pool, rows) if pool is not None else {}
+            record = run_record(key, run, rows, identifiable, wall)
+        except Exception as error:   # noqa: BLE001 - recorded with the run; the others go on
+            record = failure_record(key, run, error)
+            failed[run] = record
+            say(f'[run {run + 1}/{settings.runs}] failed: {record["error"]}')
         else:
-            batches = [run_once(model, planner, settings, run, report, baseline)
-                       for run in range(settings.runs)]
-        results = [r for batch in batches for r in batch]
-        identifiable = None
-        if settings.heldout:
-            report(f'held-out metrics: {settings.heldout} tasks (seed {settings.heldout_seed})')
-            pool = heldout_pool(model, planner, settings)
-            identifiable = add_heldout_metrics(model, pool, results)
+            kept[run] = record
+        if folder is not None:
+            keep(folder, record)
+
+    todo = [run for run in range(settings.runs) if run not in kept]
+    try:
+        if settings.jobs > 1 and len(todo) > 1:
+            threads = ThreadPoolExecutor(settings.jobs)
+            try:
+                futures = {threads.submit(one_run, run): run for run in todo}
+                for future in as_completed(futures):
+                    finished(futures[future], future.result)
+            except BaseException:
+                threads.shutdown(wait=False, cancel_futures=True)
+                raise
+            threads.shutdown()
+        else:
+            for run in todo:
+                finished(run, functools.partial(one_run, run))
+    except KeyboardInterrupt:
+        if folder is not None:
+            say(f'interrupted: {len(kept)} of {settings.runs} runs are kept in {folder}; '
+                'the same command goes on with the rest')
+        raise
     finally:
         if own_planner:
             planner.close()
         if baseline is not None:
             baseline.close()
     wall = time.perf_counter() - started
+    if not kept:
+        first = min(failed)
+        raise CecmError(f'every run failed; run {first + 1}: {failed[first]["error"]}' +
+                        (f' (traces in {folder})' if folder is not None else ''))
+    results = [TaskResult(**row) for run in sorted(kept) for row in kept[run]['rows']]
+    identifiable: dict[str, list[str]] = {}
+    for run in sorted(kept):
+        identifiable.update(kept[run]['identifiable_capabilities'])
     behaviour = settings.behaviour(model)
-    extra = {'partner_behaviour': str(behaviour),
-             'partner_family': behaviour.family,
-             'partner_in_model': behaviour.in_model,
-             'partner_search': 'shared (oracle)' if settings.partner_search == 'shared'
-             else 'own',
-             'planner_calls': planner.calls - calls_before,
-             'planner_cache_hits': planner.cache_hits - hits_before,
-             'estimator_variant': settings.estimator.variant}
+    extra: dict[str, Any] = {'partner_behaviour': str(behaviour),
+                             'partner_family': behaviour.family,
+                             'partner_in_model': behaviour.in_model,
+                             'partner_search': 'shared (oracle)'
+                             if settings.partner_search == 'shared' else 'own',
+                             'planner_calls': planner.calls - calls_before,
+                             'planner_cache_hits': planner.cache_hits - hits_before,
+                             'estimator_variant': settings.estimator.variant}
     if settings.estimator.inference == 'posterior':
         extra['likelihood'] = settings.estimator.for_domain(model).likelihood
-    if identifiable is not None:
-        extra['identifiable_capabilities'] = identifiable
+    if settings.heldout:
+        extra['identifiable_capabilities'] = dict(sorted(identifiable.items()))
         extra['heldout_seed'] = settings.heldout_seed
+    if folder is not None:
+        extra['runs_folder'] = str(folder)
+    if len(todo) < settings.runs:
+        extra['runs_from_before'] = settings.runs - len(todo)
+    if failed:
+        extra['failed_runs'] = [{'run': run + 1, 'error': failed[run]['error']}
+                                for run in sorted(failed)]
     summary = summarise(settings, results, wall, model, extra)
     if out_dir is not None:
         write_outputs(Path(out_dir), summary, results)

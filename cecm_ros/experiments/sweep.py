@@ -53,11 +53,9 @@ import multiprocessing
 import os
 import re
 import signal
-import socket
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -86,9 +84,16 @@ from cecm_ros.experiments.experiment import (
     summarise,
     write_outputs,
 )
+from cecm_ros.experiments.run_files import (
+    failure_record,
+    keep,
+    open_folder,
+    read_run,
+    run_record,
+    write_atomic,
+)
 
 SWEEP_FORMAT = 'cecm_ros/sweep/1'
-RUN_FORMAT = 'cecm_ros/sweep_run/1'
 TOP_LEVEL = ('name', 'description', 'fixed', 'grid', 'plot_by')
 # The table's metrics (of the final task) come first in this order, then the others.
 TABLE_METRICS = ('hamming', 'correction_ratio', 'iou', 'infeasible_assigned')
@@ -483,14 +488,11 @@ def execute_run(work: RunWork) -> dict[str, Any]:
         planner.close()
         if baseline is not None:
             baseline.close()
-    return {'format': RUN_FORMAT, 'cell': work.cell_id, 'run': work.run,
-            'wall_time_s': round(time.perf_counter() - started, 3),
-            'host': socket.gethostname(), 'pid': os.getpid(),
-            'planner_calls': getattr(planner, 'calls', 0),
-            'planner_cache_hits': getattr(planner, 'cache_hits', 0),
-            'plan_store_hits': getattr(planner, 'store_hits', 0),
-            'identifiable_capabilities': identifiable,
-            'rows': [asdict(row) for row in rows]}
+    return run_record(work.cell_id, work.run, rows, identifiable,
+                      time.perf_counter() - started,
+                      planner_calls=getattr(planner, 'calls', 0),
+                      planner_cache_hits=getattr(planner, 'cache_hits', 0),
+                      plan_store_hits=getattr(planner, 'store_hits', 0))
 
 
 def guarded_run(work: RunWork) -> dict[str, Any]:
@@ -498,10 +500,7 @@ def guarded_run(work: RunWork) -> dict[str, Any]:
     try:
         return execute_run(work)
     except Exception as error:   # noqa: BLE001 - reported per run; the others go on
-        message = str(error) if isinstance(error, CecmError) else \
-            f'{type(error).__name__}: {error}'
-        return {'format': RUN_FORMAT, 'cell': work.cell_id, 'run': work.run,
-                'error': message, 'traceback': traceback.format_exc()}
+        return failure_record(work.cell_id, work.run, error)
 
 
 def _ignore_interrupts() -> None:
@@ -699,31 +698,13 @@ class SweepOutcome:
     incomplete: list[str]        # cells left without a summary (runs failed)
 
 
-def run_path(out_dir: Path, cell: Cell, run: int) -> Path:
-    return out_dir / 'runs' / cell.cell_id / f'run-{run:04d}.json'
+def cell_folder(out_dir: Path, cell: Cell) -> Path:
+    return out_dir / 'runs' / cell.cell_id
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    with open(temporary, 'w') as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
-def _read_run(path: Path, cell: Cell, run: int) -> dict[str, Any] | None:
+def _read_run(out_dir: Path, cell: Cell, run: int) -> dict[str, Any] | None:
     """A finished run's file, or None (missing, or not a complete run of this cell)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get('format') != RUN_FORMAT \
-            or data.get('cell') != cell.cell_id or data.get('run') != run \
-            or not isinstance(data.get('rows'), list) \
-            or len(data['rows']) != cell.settings.tasks:
-        return None
-    return data
+    return read_run(cell_folder(out_dir, cell), cell.cell_id, run, cell.settings.tasks)
 
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, loader: DomainLoader, jobs: int = 1,
@@ -734,21 +715,19 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, loader: DomainLoader, jobs: int
     table and the plots of what is there."""
     out = Path(out_dir)
     (out / 'runs').mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / 'sweep.yaml', sweep.text)
+    write_atomic(out / 'sweep.yaml', sweep.text)
     done: dict[str, set[int]] = {}
     works: list[RunWork] = []
     for cell in sweep.cells:
-        folder = out / 'runs' / cell.cell_id
-        folder.mkdir(exist_ok=True)
-        for torn in folder.glob('.*.tmp'):   # a write an earlier driver did not finish
-            torn.unlink()
-        _write_atomic(folder / 'cell.json', json.dumps(
+        folder = cell_folder(out, cell)
+        open_folder(folder)
+        write_atomic(folder / 'cell.json', json.dumps(
             {'cell': cell.cell_id, 'axes': dict(cell.axes), 'domain_spec': cell.domain_spec,
              'domain_options': dict(cell.domain_options), 'runs': cell.runs,
              **cell.identity}, indent=1))
         done[cell.cell_id] = set()
         for run in range(cell.runs):
-            if _read_run(run_path(out, cell, run), cell, run) is not None:
+            if _read_run(out, cell, run) is not None:
                 done[cell.cell_id].add(run)
                 continue
             works.append(RunWork(cell.cell_id, run, cell.domain_spec, cell.domain_options,
@@ -771,17 +750,11 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, loader: DomainLoader, jobs: int
     def arrived(outcome: dict[str, Any]) -> None:
         cell = cells[outcome['cell']]
         run = outcome['run']
+        keep(cell_folder(out, cell), outcome)
         if 'error' in outcome:
             failures.append(f'run {run} of {cell.cell_id}: {outcome["error"]}')
-            if outcome.get('traceback'):
-                text = outcome['traceback']
-                _write_atomic(out / 'runs' / cell.cell_id / f'run-{run:04d}.error.txt', text)
             progress.finished(cell, run, None, outcome['error'])
             return
-        _write_atomic(run_path(out, cell, run), json.dumps(outcome))
-        stale = out / 'runs' / cell.cell_id / f'run-{run:04d}.error.txt'
-        if stale.exists():
-            stale.unlink()
         done[cell.cell_id].add(run)
         progress.finished(cell, run, outcome['wall_time_s'])
 
@@ -823,7 +796,7 @@ def _summarise_cell(sweep: Sweep, cell: Cell, out: Path) -> dict:
     model = sweep.model(cell)
     runs = []
     for run in range(cell.runs):
-        data = _read_run(run_path(out, cell, run), cell, run)
+        data = _read_run(out, cell, run)
         assert data is not None
         runs.append(data)
     results = [TaskResult(**row) for data in runs for row in data['rows']]
@@ -904,7 +877,7 @@ def write_table(sweep: Sweep, summaries: dict[str, dict], out: Path) -> tuple[Pa
     if missing:
         lines += ['', f'Not in the table (runs missing): {", ".join(missing)}']
     md_path = out / 'table.md'
-    _write_atomic(md_path, '\n'.join(lines) + '\n')
+    write_atomic(md_path, '\n'.join(lines) + '\n')
     return csv_path, md_path
 
 
@@ -939,7 +912,7 @@ def describe(sweep: Sweep, out_dir: str | Path | None = None) -> list[str]:
         finished = ''
         if out_dir is not None:
             count = sum(1 for run in range(cell.runs)
-                        if _read_run(run_path(Path(out_dir), cell, run), cell, run))
+                        if _read_run(Path(out_dir), cell, run))
             finished = f', {count} finished'
         lines.append(f'{cell.cell_id}: {cell.label()} ({cell.runs} runs x '
                      f'{cell.settings.tasks} tasks{finished})')

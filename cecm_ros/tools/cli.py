@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from cecm_ros.core.domain import HUMAN
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.likelihood import LIKELIHOODS
 from cecm_ros.domains import planner_for
@@ -39,6 +40,7 @@ from cecm_ros.tools.options import (
     partner_behaviour,
     partner_spec,
     plan_cache,
+    task_choice_text,
 )
 
 
@@ -71,17 +73,56 @@ def cmd_domains(args) -> int:
 
 
 def cmd_capabilities(args) -> int:
+    from cecm_ros.domains.pddl.file_domain import FileDomain
+
     model = domain_from_args(args)
     inert = set(model.inert_capabilities)
+    sample = args.sample_tasks if args.sample_tasks is not None else \
+        SAMPLED_TASKS if isinstance(model, FileDomain) else 0
+    used = _partner_work(model, sample, args) if sample > 0 else None
     print(f'{len(model.catalog)} capabilities, domain {model.describe()}:')
-    for capability in model.catalog.capabilities:
+    for index, capability in enumerate(model.catalog.capabilities):
         flag = '  (inert here)' if capability.name in inert else ''
+        if used is not None and not flag:
+            flag = f'  (used in {used[1][index]} of {used[2]} sampled tasks)'
         print(f'  {capability.name:<20} {capability.description}{flag}')
     print('partner types:')
     for name, partner in model.catalog.partner_types.items():
         print(f'  {name:<16} {partner.description}')
         print(f'  {"":<16} lacks: {", ".join(partner.missing) or "nothing"}')
+    if used is not None:
+        acting, _, sampled, warning = used
+        print(f'the partner acts in {acting} of {sampled} sampled tasks (each planned with '
+              'every capability)')
+        if warning:
+            print(f'warning: {warning}')
     return 0
+
+
+# Tasks `cecm capabilities` plans for a domain file, to say how much the partner does.
+SAMPLED_TASKS = 20
+
+
+def _partner_work(model, count: int, args) -> tuple[int, list[int], int, str | None]:
+    """Of ``count`` tasks (a domain's problem files: each once), planned with every
+    capability: in how many the partner acts, in how many each capability is used, how
+    many were planned, and the warning when the partner does nothing."""
+    from cecm_ros.domains.pddl.loading import idle_partner_warning
+
+    problems = getattr(model, 'problem_tasks', None)
+    tasks = problems[:count] if problems else model.task_generator(0).tasks(count)
+    with planner_for(model, plan_cache=plan_cache(args)) as planner:
+        plans = [planner.plan(task, model.catalog.all_capable()) for task in tasks]
+    used = [sum(1 for plan in plans if index in plan.human_capabilities_used)
+            for index in range(len(model.catalog))]
+    acting = sum(1 for plan in plans if plan.actions_of(HUMAN))
+    return acting, used, len(plans), idle_partner_warning(plans)
+
+
+def partner_name(model) -> str:
+    """What a domain calls its partner in tables: the partner's PDDL object, else
+    'partner'."""
+    return getattr(model, 'agent_objects', {}).get(HUMAN, 'partner')
 
 
 def cmd_plan(args) -> int:
@@ -91,7 +132,7 @@ def cmd_plan(args) -> int:
     with planner_for(model, timeout_s=args.timeout, plan_cache=plan_cache(args)) as planner:
         plan = planner.plan(task, truth)
     _print_task(model, task)
-    print(plan.format())
+    print(plan.format(partner=partner_name(model)))
     print(f'planning time {plan.planning_time_s:.3f} s')
     return 0
 
@@ -146,7 +187,7 @@ def _core_demo(args) -> int:
             elapsed = time.perf_counter() - started
             print(f'\n== partner {partner}: lacks {model.catalog.describe_missing(truth)}')
             print(f'joint plan under the true capabilities (planned in {elapsed:.3f} s):')
-            print(plan.format())
+            print(plan.format(partner=partner_name(model)))
             simulated = SimulatedPartner(planner, truth, behaviour, seed=args.seed)
             print(partner_note(model, planner, simulated))
             robot = RobotTeammate(planner, model.catalog.all_capable(),
@@ -186,6 +227,9 @@ def cmd_experiment(args) -> int:
         partner_behaviour=partner_behaviour(args),
         candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity)
     summaries = {}
+    print(f'[cecm] tasks: {task_choice_text(base.task_choice, base.candidates)}',
+          file=sys.stderr)
+    failed = []
     # The methods run the same seeded tasks: one planner (and plan cache) serves them all.
     with planner_for(model, workers=base.jobs, plan_cache=plan_cache(args),
                      ray_address=args.ray_address) as planner:
@@ -198,6 +242,8 @@ def cmd_experiment(args) -> int:
                                      quiet=args.quiet, planner=planner)
             summaries[method] = summary
             print(f'[cecm] {method} done in {summary["wall_time_s"]:.1f} s', file=sys.stderr)
+            failed += [f'{method} run {entry["run"]}: {entry["error"]}'
+                       for entry in summary.get('failed_runs', [])]
     title = f'{base.partner} ({base.runs} runs)'
     plots = plot_summaries(summaries, out_dir, title)
     if len(methods) > 1:
@@ -209,6 +255,11 @@ def cmd_experiment(args) -> int:
                          *describe_evidence(summary)]).lstrip('\n'))
     print(f'summary: {out_dir / ("comparison.json" if len(methods) > 1 else "summary.json")}')
     print(f'plots: {", ".join(str(p) for p in plots)}')
+    if failed:
+        raise CecmError(f'{len(failed)} run{"s" if len(failed) > 1 else ""} failed (the '
+                        'summary is of the others; their errors and traces: run-*.error.txt '
+                        f'under {out_dir}); the same command runs them '
+                        'again and keeps the finished ones:\n  ' + '\n  '.join(failed))
     return 0
 
 
@@ -370,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = commands.add_parser('capabilities', help='list capabilities and partner types')
     add_model_options(sub)
+    sub.add_argument('--sample-tasks', type=int, metavar='N',
+                     help='plan N tasks with every capability and say how often the '
+                          'partner acts and each capability is used (default: '
+                          f'{SAMPLED_TASKS} for a domain file, 0 for the built-in domains)')
+    add_plan_store_options(sub)
     sub.set_defaults(func=cmd_capabilities)
 
     sub = commands.add_parser('plan', help='plan one task and print the joint plan')

@@ -42,6 +42,7 @@ from ament_index_python.packages import (
 )
 
 from cecm_ros.domains import load_domain
+from cecm_ros.tools.options import task_choice_text
 from cecm_ros.tools.process_graph import ProcessGraph
 from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
@@ -508,6 +509,7 @@ def run_graph_demo(args) -> int:
              f'{args.method} with {args.samples} samples per task{note}')
         if args.method.startswith('cecm'):
             _say(f'estimator: {_estimator_variant(args)}')
+        _say(f'tasks: {task_choice_text(args.task_choice, args.candidates)}')
         use_launch = shutil.which('ros2') is not None and \
             importlib.util.find_spec('launch_ros') is not None
         if use_launch:

@@ -171,6 +171,17 @@ def add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> No
                              '(default: %(default)s)')
 
 
+def task_choice_text(choice: str, candidates: int) -> str:
+    """How a session's tasks are chosen, in words: `cecm experiment` and `cecm demo` have
+    different defaults (the experiments' published figures use given tasks, the demo
+    shows what learning can do), so both print which they use."""
+    if choice == 'informative':
+        return (f'each the most informative of {candidates} candidates (--task-choice '
+                'informative: the default of cecm demo, not of cecm experiment)')
+    return ('in the seeded order drawn (--task-choice given: the default of cecm '
+            'experiment, not of cecm demo)')
+
+
 def add_plan_store_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument('--plan-store', metavar='PATH',

@@ -1,6 +1,7 @@
 """What every domain the registry knows must honour, checked the same way for each: the
-built-in ones, a user's PDDL file (the workshop example) and a plug-in found by entry
-point (the stub, test/stub_domain.py). A new domain is added to DOMAINS."""
+built-in ones, users' PDDL files (the workshop example, the shipyard test domain) and a
+plug-in found by entry point (the stub, test/stub_domain.py). A new domain is added to
+DOMAINS."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ DOMAINS = {
     'tidyup': 'tidyup',
     'overcooked': 'overcooked',
     'workshop': str(REPO / 'config' / 'domains' / 'workshop' / 'domain.yaml'),
+    # A published-style PDDL domain whose capabilities are its own static facts.
+    'shipyard': str(TEST_DIR / 'domains' / 'pddl' / 'shipyard' / 'domain.yaml'),
     'errands': 'errands',   # the entry point below
 }
 RENDERERS = ('facts', 'household', 'kitchen')   # what web/app.js draws

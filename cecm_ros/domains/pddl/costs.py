@@ -17,32 +17,33 @@ from pathlib import Path
 
 from cecm_ros.core.errors import ConfigError
 
+from .positions import at, locate, pddl_tokens
+
 SYNTHETIC_PREFIX = 'cecm-cost-'
 # As for cost functions' values (domain.yaml's costs): plans of up to 99 actions keep
 # the planner's integers within Fast Downward's 32 bits.
 MAX_CONSTANT_COST = 20
 
-def _tokens(text: str) -> list[str]:
-    tokens: list[str] = []
-    for line in text.splitlines():
-        line = line.split(';', 1)[0]
-        tokens += line.replace('(', ' ( ').replace(')', ' ) ').split()
-    return tokens
-
-
 def _parse(text: str, where: Path) -> list:
     stack: list[list] = [[]]
-    for token in _tokens(text):
+    opened: list[tuple[int, int]] = []     # where each open parenthesis is
+    for token, line, column in pddl_tokens(text):
         if token == '(':
             stack.append([])
+            opened.append((line, column))
         elif token == ')':
             if len(stack) == 1:
-                raise ConfigError(f'{where}: cannot read the PDDL domain: a ")" too many')
+                raise ConfigError(f'{at(where, (line, column))}: cannot read the PDDL '
+                                  'domain: a ")" too many')
             done = stack.pop()
+            opened.pop()
             stack[-1].append(done)
         else:
             stack[-1].append(token)
-    if len(stack) != 1 or len(stack[0]) != 1 or not isinstance(stack[0][0], list):
+    if len(stack) != 1:
+        raise ConfigError(f'{at(where, opened[0] if len(opened) == 1 else opened[-1])}: '
+                          'cannot read the PDDL domain: this "(" is never closed')
+    if len(stack[0]) != 1 or not isinstance(stack[0][0], list):
         raise ConfigError(f'{where}: cannot read the PDDL domain: expected one '
                           '(define (domain ...) ...) with balanced parentheses')
     return stack[0][0]
@@ -97,6 +98,9 @@ def rewrite_costs(text: str, where: Path) -> CostRewrite:
     ``where`` is the PDDL file, named in errors: a cost written as anything but a
     number or one cost function (e.g. ``(* 2 (f ?x))``) is refused with the action.
     """
+    def cost_at(action: str) -> str:
+        return at(where, locate(text, ['(', ':action', action], ['increase']))
+
     define = _parse(text, where)
     if not define or not isinstance(define[0], str) or define[0].lower() != 'define':
         raise ConfigError(f'{where}: cannot read the PDDL domain: it does not start with '
@@ -130,19 +134,20 @@ def rewrite_costs(text: str, where: Path) -> CostRewrite:
                 value = increase[2]
                 if _is_number(value):
                     if len(increases) > 1:
-                        raise ConfigError(f'{where}: action {name!r}: give its cost as one '
-                                          '(increase (total-cost) ...) with a number')
+                        raise ConfigError(f'{cost_at(name)}: action {name!r}: give its cost '
+                                          'as one (increase (total-cost) ...) with a number')
                     constant = float(value)
                     if not (constant.is_integer() and 0 <= constant <= MAX_CONSTANT_COST):
-                        raise ConfigError(f'{where}: action {name!r}: cost {value} must be '
-                                          f'a whole number from 0 to {MAX_CONSTANT_COST} '
-                                          '(the planner\'s tie-breaking needs the room)')
+                        raise ConfigError(f'{cost_at(name)}: action {name!r}: cost {value} '
+                                          f'must be a whole number from 0 to '
+                                          f'{MAX_CONSTANT_COST} (the planner\'s tie-breaking '
+                                          'needs the room)')
                 elif not (isinstance(value, list) and value
                           and isinstance(value[0], str) and value[0].lower() in declared):
                     shown = _text(value)
                     raise ConfigError(
-                        f'{where}: action {name!r}: unsupported cost {shown}; write a '
-                        'number, (increase (total-cost) 2), or one cost function, '
+                        f'{cost_at(name)}: action {name!r}: unsupported cost {shown}; write '
+                        'a number, (increase (total-cost) 2), or one cost function, '
                         '(increase (total-cost) (move-cost ?a))')
         if constant is None:
             continue
@@ -173,6 +178,29 @@ def rewrite_costs(text: str, where: Path) -> CostRewrite:
             requirements.append(':action-costs')
     functions += new_functions
     return CostRewrite(_text(define, top=True) + '\n', constants)
+
+
+# Words of PDDL's own that stand where a predicate could.
+PDDL_WORDS = {'and', 'or', 'not', 'imply', 'forall', 'exists', 'when', 'increase',
+               'decrease', 'assign', 'scale-up', 'scale-down', '=', '<', '>', '<=', '>=',
+               '+', '-', '*', '/', 'either'}
+
+
+def declared_predicates(text: str) -> tuple[set[str], set[str]]:
+    """The predicates and the functions a PDDL domain declares (none when the text
+    cannot be read)."""
+    try:
+        define = _parse(text, Path('domain'))
+    except ConfigError:
+        return set(), set()
+    found: dict[str, set[str]] = {':predicates': set(), ':functions': set()}
+    for section in define:
+        if isinstance(section, list) and section and isinstance(section[0], str) \
+                and section[0].lower() in found:
+            found[section[0].lower()] |= {d[0].lower() for d in section[1:]
+                                          if isinstance(d, list) and d
+                                          and isinstance(d[0], str)}
+    return found[':predicates'], found[':functions']
 
 
 def _section_position(define: list) -> int:

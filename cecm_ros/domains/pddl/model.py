@@ -41,6 +41,8 @@ from cecm_ros.core.domain import (
 from cecm_ros.core.errors import ConfigError, UnknownNameError
 from cecm_ros.core.trajectory import jaccard_distance
 
+from .positions import at, locate
+
 up.get_environment().credits_stream = None
 
 # A precondition (can-<kind> ?agent ?arg) gates an action by the capability of that kind
@@ -150,8 +152,9 @@ class PddlModel(Domain[int]):
             raise ConfigError(f'cannot read PDDL domain {self.domain_file}: {error}') from error
         # Cost functions this model made for constant costs, and their values.
         self._constant_costs: dict[str, float] = {}
-        self._domain_text = self._planning_text(text)
+        self._source_text = text     # the file as written: where errors point
         self._reader_lock = threading.Lock()
+        self._domain_text = self._planning_text(text)
         self.propositions: tuple[str, ...] = self._dynamic_propositions()
         self._prop_index = {p: i for i, p in enumerate(self.propositions)}
         self._cost_terms: dict[str, float] = {}  # filled by the grounding
@@ -178,6 +181,21 @@ class PddlModel(Domain[int]):
         """The capability a partner's ground action needs, for gates not written as
         ``can-`` preconditions (none by default)."""
         return None
+
+    def _capability_precondition(self, predicate: str, args: tuple[str, ...]
+                                 ) -> tuple[bool, int | None]:
+        """Whether a ground precondition is a capability's rather than a fact of the world,
+        and the capability it asks of the partner: TidyUP's ``(can-<kind> ?agent ?arg)``,
+        where the robot's (None) always holds."""
+        if not predicate.startswith(CAPABILITY_PREFIX):
+            return False, None
+        if self.agents.get(args[0]) != HUMAN:
+            return True, None
+        return True, self.catalog.gate_index(predicate[len(CAPABILITY_PREFIX):], args[1])
+
+    def _action_at(self, schema: str) -> str:
+        """``file:line:column`` of an action schema in the PDDL file as written."""
+        return at(self.domain_file, locate(self._source_text, ['(', ':action', schema]))
 
     def _where(self) -> str:
         """How error messages name this domain."""
@@ -281,25 +299,27 @@ class PddlModel(Domain[int]):
         them (a file domain turns constants into cost functions first, ``costs.py``).
         """
         if not expression.is_fluent_exp():
-            raise ConfigError(f'{self.domain_file}: action {action!r}: unsupported cost '
-                              f'{expression} (give costs as cost functions)')
-        fluent, args = self._bind(expression, binding)
+            raise ConfigError(f'{self._action_at(action)}: action {action!r}: unsupported '
+                              f'cost {expression} (give costs as cost functions)')
+        fluent, args = self._bind(expression, binding, action)
         term = atom(fluent, *args)
         constant = self._constant_costs.get(fluent)
         cost = constant if constant is not None else self._cost_value(fluent, args)
         self._cost_terms[term] = cost
         return cost, planner_cost(cost, term)
 
-    @staticmethod
-    def _bind(node: up.FNode, binding: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    def _bind(self, node: up.FNode, binding: dict[str, str],
+              action: str) -> tuple[str, tuple[str, ...]]:
         args = []
         for arg in node.args:
-            if arg.is_parameter_exp():
+            if arg.is_parameter_exp() and arg.parameter().name in binding:
                 args.append(binding[arg.parameter().name])
             elif arg.is_object_exp():
                 args.append(arg.object().name)
             else:
-                raise ConfigError(f'unsupported argument {arg} in {node}')
+                raise ConfigError(f'{self._action_at(action)}: unsupported argument {arg} in '
+                                  f'{node} of {action!r} (an argument is a parameter of the '
+                                  'action or an object)')
         return node.fluent().name, tuple(args)
 
     def _ground_one(self, action, binding, values, static) -> GroundAction | None:
@@ -317,11 +337,13 @@ class PddlModel(Domain[int]):
                     return None  # e.g. moving from a room into itself
                 continue
             if not condition.is_fluent_exp():
-                raise ConfigError(f'unsupported precondition {condition} in {action.name!r}')
-            name, args = self._bind(condition, binding)
-            if name.startswith(CAPABILITY_PREFIX):
-                if self.agents.get(args[0]) == HUMAN:
-                    gate = self.catalog.gate_index(name[len(CAPABILITY_PREFIX):], args[1])
+                raise ConfigError(f'{self._action_at(action.name)}: unsupported precondition '
+                                  f'{condition} in {action.name!r} (preconditions are facts, '
+                                  'their conjunctions and (not (= ?x ?y)))')
+            name, args = self._bind(condition, binding, action.name)
+            capability, needed = self._capability_precondition(name, args)
+            if capability:
+                gate = self._one_gate(action.name, values, gate, needed)
                 continue
             if name in static:
                 possible &= self._static_value(name, args)
@@ -330,31 +352,52 @@ class PddlModel(Domain[int]):
         add = delete = 0
         cost, tie_broken = 0.0, 0
         for effect in action.effects:
+            if effect.is_forall() or effect.is_conditional():
+                raise ConfigError(f'{self._action_at(action.name)}: unsupported effect '
+                                  f'{effect} in {action.name!r} (conditional and forall '
+                                  'effects are not supported)')
             if effect.is_increase() and effect.fluent.fluent().name == 'total-cost':
                 term_cost, term_planner_cost = self._cost_of(effect.value, binding,
                                                                action.name)
                 cost += term_cost
                 tie_broken += term_planner_cost
                 continue
-            name, args = self._bind(effect.fluent, binding)
+            name, args = self._bind(effect.fluent, binding, action.name)
             bit = 1 << self._prop_index[atom(name, *args)]
             if effect.value.is_true():
                 add |= bit
             elif effect.value.is_false():
                 delete |= bit
             else:
-                raise ConfigError(f'unsupported effect {effect} in {action.name!r}')
+                raise ConfigError(f'{self._action_at(action.name)}: unsupported effect '
+                                  f'{effect} in {action.name!r}')
         delete &= ~add
         if not self.has_action_costs:
             # Without costs Fast Downward minimises the number of actions: each counts
             # one unit of the planner's objective (and costs 1 to the team).
             cost, tie_broken = 1.0, ACTION_UNIT
-        if gate is None and agent == HUMAN:
-            gate = self._schema_gate(action.name, binding)
+        if agent == HUMAN:
+            gate = self._one_gate(action.name, values, gate,
+                                  self._schema_gate(action.name, binding))
+        elif gate is not None:
+            raise ConfigError(
+                f'{self._action_at(action.name)}: {atom(action.name, *values)} is an action '
+                f'of the robot that needs the partner\'s capability '
+                f'{self.catalog.names[gate]!r}; a capability gates actions of the partner')
         return GroundAction(
             name=atom(action.name, *values), schema=action.name, agent=agent,
             args=tuple(values), pre=pre, add=add, delete=delete, cost=cost,
             planner_cost=tie_broken, gate=gate, statically_possible=possible)
+
+    def _one_gate(self, schema: str, values: tuple[str, ...], gate: int | None,
+                  other: int | None) -> int | None:
+        """The gate of a ground action that two of its parts name: one action may need
+        one capability."""
+        if gate is None or other is None or gate == other:
+            return other if gate is None else gate
+        names = ', '.join(self.catalog.names[i] for i in (gate, other))
+        raise ConfigError(f'{self._action_at(schema)}: capabilities {names} all gate '
+                          f'{atom(schema, *values)}; one action may need one capability')
 
     def _actor(self, action, binding: dict[str, str]) -> str:
         """The role of the agent doing a ground action: its first parameter bound to one
@@ -363,8 +406,9 @@ class PddlModel(Domain[int]):
             role = self.agents.get(binding[parameter.name])
             if role is not None:
                 return role
-        raise ConfigError(f'action {action.name!r} has no parameter for the agent doing it '
-                          f'(one of {", ".join(self.agents)})')
+        raise ConfigError(f'{self._action_at(action.name)}: action {action.name!r} has no '
+                          'parameter for the agent doing it (one of '
+                          f'{", ".join(self.agents)})')
 
     @staticmethod
     def _bind_term(term: up.FNode, binding: dict[str, str]) -> str:
@@ -400,6 +444,27 @@ class PddlModel(Domain[int]):
         if agent not in AGENTS:
             raise UnknownNameError(f'unknown agent {agent!r}; agents: {", ".join(AGENTS)}')
         return [a.name for a in self.actions if a.agent == agent and a.applicable(state)]
+
+    def unreachable_atoms(self, task: Task) -> list[str]:
+        """The goal atoms of ``task`` that no team reaches from its start, whatever it
+        can do: not even the actions of both agents with every capability, their deletes
+        ignored, make them true. (An empty list does not promise that the goal as a whole
+        can be reached.)"""
+        return self.atoms_of(self.state_from_atoms(task.goal)
+                             & ~self.reachable(self.state_from_atoms(task.initial)))
+
+    def reachable(self, state: int) -> int:
+        """Every proposition some sequence of actions could make true from ``state``
+        (delete-relaxed: a superset of what can be reached)."""
+        actions = [a for a in self.actions if a.statically_possible]
+        grown = True
+        while grown:
+            grown = False
+            for action in actions:
+                if state & action.pre == action.pre and action.add & ~state:
+                    state |= action.add
+                    grown = True
+        return state
 
     def _inert_capabilities(self) -> np.ndarray:
         live = np.zeros(len(self.catalog), dtype=bool)

@@ -179,8 +179,10 @@ class PlanningBackend:
                 lacking = model.catalog.format_vector(capabilities)
                 who = ('even with a fully capable human' if lacking == 'all'
                        else f'when the human lacks {lacking}')
+                atoms = model.unreachable_atoms(task) if lacking == 'all' else []
+                why = f': no team makes {" ".join(atoms)} true from its start' if atoms else ''
                 raise UnsolvableTaskError(
-                    f'task {task.task_id}: the goal cannot be reached {who}')
+                    f'task {task.task_id}: the goal cannot be reached {who}{why}')
             if result.plan is None:
                 raise PlanningError(f'task {task.task_id}: {self.engine} ended with '
                                     f'{result.status.name} and no plan')

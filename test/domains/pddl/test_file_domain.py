@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from paths import REPO  # noqa: E402
+from paths import REPO, line_of  # noqa: E402
 
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
 from cecm_ros.core.errors import ConfigError
@@ -124,6 +124,38 @@ def test_a_pddl_parse_error_names_the_pddl_file(tmp_path):
     assert 'workshop.pddl' in message and 'cannot read the PDDL domain' in message
 
 
+LAB = REPO / 'config' / 'domains' / 'lab'
+
+
+@pytest.mark.parametrize('example, change, token, words', [
+    # The lab writes its costs as numbers: the planner reads a rewritten copy of it, and
+    # the position is still that of the user's file.
+    ('lab', lambda t: t.replace('(:action take', '(:action take #'), '(:action take',
+     "Expected ':parameters', found '#'"),
+    ('lab', lambda t: t.replace(':precondition (and (at ?a ?s) (sample-at',
+                                ':precondtion (and (at ?a ?s) (sample-at'), ':precondtion',
+     'found'),
+    ('lab', lambda t: t.replace('(at ?a ?from) (path', '(att ?a ?from) (path'), '(att ?a',
+     "no predicate 'att' is declared; predicates: at, free, has-centrifuge"),
+    ('workshop', lambda t: t.replace('(agent-at ?a ?from)', '(agnt-at ?a ?from)', 1),
+     '(agnt-at', "no predicate 'agnt-at' is declared"),
+], ids=['lab-stray-character', 'lab-misspelt-keyword', 'lab-unknown-predicate',
+        'workshop-unknown-predicate'])
+def test_a_pddl_mistake_is_named_at_its_line_in_the_users_file(tmp_path, example, change,
+                                                                token, words):
+    source = {'lab': LAB, 'workshop': EXAMPLE}[example]
+    target = tmp_path / example
+    shutil.copytree(source, target)
+    pddl = target / f'{example}.pddl'
+    pddl.write_text(change(pddl.read_text()))
+    line = line_of(pddl, token)
+    with pytest.raises(ConfigError) as caught:
+        load_domain(str(target / 'domain.yaml'))
+    message = str(caught.value)
+    assert message.startswith(f'{pddl}:{line}:'), message
+    assert 'cannot read the PDDL domain' in message and words in message
+
+
 def test_a_capability_gating_an_unknown_action_is_named(tmp_path):
     message = bad(tmp_path, lambda s: s['capabilities'][0].update(action='teleport'))
     assert "'move_shelf'" in message and "'teleport'" in message and 'actions:' in message
@@ -143,12 +175,78 @@ def test_a_partner_type_naming_an_unknown_capability_is_named(tmp_path):
     assert "'seated'" in message and "'fly'" in message
 
 
-def test_a_task_no_team_can_reach_is_named(tmp_path):
+@pytest.mark.parametrize('old, new, action, words', [
+    ('(and (at ?a ?from) (path ?from ?to))', '(and (or (at ?a ?from) (free ?a)) (path ?from ?to))',
+     'walk', "unsupported precondition (at(a, from) or free(a)) in 'walk'"),
+    ('(and (labelled ?x) (increase', '(and (forall (?y - sample) (labelled ?y)) (increase',
+     'label', "unsupported effect forall sample y labelled(y) := true in 'label'"),
+    (':parameters (?a - agent ?x - sample ?s - station)\n    :precondition (and (at ?a ?s) '
+     '(sample-at ?x ?s) (has-centrifuge ?s) (free ?a))',
+     ':parameters (?x - sample ?s - station)\n    :precondition (and (sample-at ?x ?s) '
+     '(has-centrifuge ?s))', 'spin',
+     "action 'spin' has no parameter for the agent doing it (one of robot, tech)"),
+    ('(and (at ?a ?from) (path ?from ?to))', '(and (at ?a ?from) (not (free ?a)) (path ?from ?to))',
+     'walk', "unsupported precondition (not free(a)) in 'walk'"),
+    ('(and (labelled ?x) (increase', '(and (labelled ?x) (when (free ?a) (spun ?x)) (increase',
+     'label', "unsupported effect if free(a) then spun(x) := true in 'label'"),
+], ids=['disjunction', 'forall-effect', 'no-agent', 'negation', 'conditional-effect'])
+def test_what_cecm_cannot_ground_is_named_at_its_action(tmp_path, old, new, action, words):
+    target = tmp_path / 'lab'
+    shutil.copytree(LAB, target)
+    pddl = target / 'lab.pddl'
+    assert old in pddl.read_text()
+    pddl.write_text(pddl.read_text().replace(old, new, 1))
+    line = line_of(pddl, f'(:action {action}')
+    with pytest.raises(ConfigError) as caught:
+        load_domain(str(target / 'domain.yaml'))
+    assert str(caught.value).startswith(f'{pddl}:{line}:3: {words}'), str(caught.value)
+
+
+def test_a_goal_no_start_can_reach_is_refused_at_its_entry(tmp_path):
     def unreachable(spec):
         # Nothing can be inspected without a gauge anywhere.
         spec['static'] = [f for f in spec['static'] if 'has-gauge' not in f]
     message = bad(tmp_path, unreachable)
-    assert 'cannot be reached even by a fully capable team' in message
+    path = tmp_path / 'workshop' / 'domain.yaml'
+    assert message.startswith(f'{path}:{line_of(path, "goal:") + 1}:')   # its first entry
+    assert 'tasks: generate: goal[1]: (inspected ' in message
+    assert 'can never be reached' in message
+
+
+def test_a_task_no_team_can_reach_names_the_atoms_out_of_reach(tmp_path):
+    """A start where the bolt lies on a shelf no one can leave: the task drawn from it
+    cannot be done, though the goal can be from other starts."""
+    def shelf_cut_off(spec):
+        spec['static'] = [f for f in spec['static'] if 'shelf' not in f]
+        spec['tasks']['generate'] = {
+            'initial': [{'one_of': ['(agent-at robot bench)', '(agent-at robot inspection)']},
+                        '(agent-at worker bench)', '(hand-free robot)', '(hand-free worker)',
+                        {'one_of': ['(part-at bolt shelf)'] * 3 + ['(part-at bolt bench)']},
+                        '(part-at bracket bench)', '(part-at gear bench)',
+                        '(part-at panel bench)'],
+            'goal': ['(inspected bolt)']}
+    message = bad(tmp_path, shelf_cut_off)
+    path = tmp_path / 'workshop' / 'domain.yaml'
+    assert message.startswith(f'{path}:{line_of(path, "generate:")}:')
+    assert 'tasks: generate: task task-0-' in message
+    assert message.endswith('cannot be reached even by a fully capable team: no actions of '
+                            'the two agents, with every capability, make (inspected bolt) '
+                            'true from its start')
+
+
+def test_a_problem_no_team_can_finish_names_its_file_and_goal(tmp_path):
+    target = tmp_path / 'lab'
+    shutil.copytree(LAB, target)
+    problem = target / 'problems' / 'spin_blood.pddl'
+    problem.write_text(problem.read_text().replace(
+        '(:goal (and (spun blood)))', '(:goal (and (sample-at blood bench)\n'
+        '              (sample-at blood printer)))'))
+    with pytest.raises(ConfigError) as caught:
+        load_domain(str(target / 'domain.yaml'))
+    assert str(caught.value) == (
+        f'{problem}:{line_of(problem, "(:goal")}:3: task spin_blood cannot be reached even '
+        'by a fully capable team: each goal atom can be reached on its own, but not all of '
+        'them together')
 
 
 def test_unknown_entries_and_missing_files_are_named(tmp_path):

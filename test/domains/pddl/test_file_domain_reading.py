@@ -5,12 +5,13 @@ and the known keys, never a silent default)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-from paths import REPO  # noqa: E402
+from paths import REPO, line_of  # noqa: E402
 
 from cecm_ros.core.domain import HUMAN
 from cecm_ros.core.errors import ConfigError
@@ -49,6 +50,12 @@ def refused(path: Path) -> str:
     with pytest.raises(ConfigError) as caught:
         FileDomain(path)
     return str(caught.value)
+
+
+def names_line(message: str, path: Path, token: str, last: bool = False) -> bool:
+    """Whether ``message`` starts with ``path:line:column:`` at the line of ``token``."""
+    return re.match(rf'{re.escape(str(path))}:{line_of(path, token, last)}:\d+: ',
+                    message) is not None
 
 
 # ------------------------------------------------------------------------- costs
@@ -142,7 +149,9 @@ def test_a_cost_the_planner_cannot_take_names_the_pddl_file_and_the_action(
     with pytest.raises(ConfigError) as caught:
         routes(tmp_path, cost, '1', '(road-cost ?a ?b - spot)', {'default': 1})
     message = str(caught.value)
-    assert message.startswith(str(tmp_path / 'routes.pddl') + ": action 'drive': ")
+    # Where the cost is written: the drive action's effect, line 8 of routes.pddl.
+    assert re.match(rf"{re.escape(str(tmp_path / 'routes.pddl'))}:8:\d+: action 'drive': ",
+                    message)
     assert words in message and 'domain.yaml' not in message
 
 
@@ -179,40 +188,59 @@ def _rename(path: str, old: str, new: str):
     return change
 
 
-@pytest.mark.parametrize('change, words', [
+@pytest.mark.parametrize('change, words, token', [
     (_rename('partner_types.trainee', 'missing', 'lacks'),
-     "partner_types: trainee: unknown key 'lacks'; known: description, missing"),
+     "partner_types: trainee: unknown key 'lacks'; known: description, missing", 'lacks:'),
     (_rename('capabilities.0', 'arguments', 'argumnts'),
      "capabilities[1] (walk_centrifuge): unknown key 'argumnts'; known: name, action, "
-     'arguments, description'),
+     'arguments, fact, description', 'argumnts:'),
     (_set('tasks.problem', ['problems/spin_blood.pddl']),
-     "tasks: unknown key 'problem'; known: problems, generate"),
+     "tasks: unknown key 'problem'; known: problems, generate", 'problem:'),
     (_set('tasks.generate', {'initial': ['(free robot)'], 'goal': ['(spun blood)']}),
-     'tasks: give either "problems" or "generate", not both'),
+     'tasks: give either "problems" or "generate", not both', 'tasks:'),
     (_set('costs', {'(spinn-cost tech)': 3}),
      "costs: (spinn-cost tech): no cost function 'spinn-cost' in the PDDL domain; cost "
-     'functions: none (its costs are numbers)'),
+     'functions: none (its costs are numbers)', '(spinn-cost tech)'),
     (_set('static', ['(free robot)']),
      "static: (free robot): 'free' is changed by the actions put, take, so it is no "
-     'static fact'),
+     'static fact', '(free robot)'),
     (_set('static', ['(path fridge attic)']),
-     "static: (path fridge attic): 'attic' is not an object of type 'station'"),
+     "static: (path fridge attic): 'attic' is not an object of type 'station'",
+     '(path fridge attic)'),
     (_set('static', ['(paths fridge bench)']),
-     "static: (paths fridge bench): no predicate 'paths' in the PDDL domain"),
+     "static: (paths fridge bench): no predicate 'paths' in the PDDL domain",
+     '(paths fridge bench)'),
     (_set('agents.partner', 'person'),
-     "agents: partner: 'person' is not an object listed under objects; objects: "),
+     "agents: partner: 'person' is not an object listed under objects; objects: ",
+     'partner: person'),
     (_set('objects.samples', ['swab']),
-     "objects: 'samples' is no type of the PDDL domain; types: agent, sample, station"),
+     "objects: 'samples' is no type of the PDDL domain; types: agent, sample, station",
+     'samples:'),
     (_set('objects.sample', ['blood', 'urine', 'tissue', 'tech']),
-     'objects: tech listed more than once'),
+     'objects: tech listed more than once', '- tech'),
+    (_set('schema_order', ['label', 'spinn', 'put']),
+     "schema_order: 'spinn' is no action of the PDDL domain; actions: label, put, spin, "
+     'take, walk', '- spinn'),
+    (_set('static', ['(path fridge)']),
+     "static: (path fridge): 'path' takes 2 arguments (?from - station ?to - station), "
+     'got 1', '(path fridge)'),
+    (_set('capabilities.1.name', 'walk_centrifuge'),
+     "capabilities[2] (walk_centrifuge): capability 'walk_centrifuge' is named more than "
+     'once', 'name: walk_centrifuge'),
 ], ids=['partner-type-key', 'capability-key', 'tasks-key', 'problems-and-generate',
         'cost-of-unknown-function', 'fluent-under-static', 'static-unknown-object',
         'static-unknown-predicate', 'agent-not-an-object', 'unknown-object-type',
-        'object-twice'])
-def test_a_misreading_of_domain_yaml_is_refused(tmp_path, change, words):
+        'object-twice', 'schema-order-unknown-action', 'static-wrong-arity',
+        'capability-twice'])
+def test_a_misreading_of_domain_yaml_is_refused(tmp_path, change, words, token):
+    """Each mistake is named with the file, the line and the column where it is written
+    (the file is written anew by the test: the line is looked up in it; where the token
+    is written twice, the second is the mistake)."""
     path = copy_of(LAB, tmp_path, change)
     message = refused(path)
-    assert message.startswith(f'{path}: ') and words in message
+    assert names_line(message, path, token, last=token in ('- tech', 'name: walk_centrifuge')), \
+        message
+    assert words in message
 
 
 def test_a_cost_for_an_unknown_function_or_object_is_refused(tmp_path):
@@ -240,21 +268,25 @@ def test_a_misspelt_template_entry_is_refused(tmp_path, entry, words):
     assert "tasks: generate: unknown key 'goals'; known: initial, goal" in refused(path)
 
 
-@pytest.mark.parametrize('problem_change, words', [
+@pytest.mark.parametrize('problem_change, words, token', [
     (lambda t: t.replace('blood urine tissue - sample', 'blood urine tissue swab - sample'),
-     'objects swab are not listed under objects in'),
+     'objects swab are not listed under objects in', 'swab'),
     (lambda t: t.replace('(= (total-cost) 0)', '(= (total-cost) 0) (= (total-cost) 4)'),
-     '(= (total-cost) 4): costs are not read from problem files'),
+     '(= (total-cost) 4): costs are not read from problem files', '(= (total-cost) 4)'),
     (lambda t: t.replace('(has-printer printer)', ''),
-     'the static facts differ from those under static in'),
+     'the static facts differ from those under static in', '(:init'),
     (lambda t: t.replace('(has-printer printer)', '(has-printer bench)'),
-     '(has-printer bench) is neither a fact of the domain nor one of the static facts'),
-], ids=['undeclared-object', 'cost-value', 'static-facts-missing', 'static-fact-extra'])
+     "(has-printer bench) is not under static in", '(has-printer bench)'),
+    (lambda t: t.replace('(sample-at blood', '(sample-at blod'),
+     'cannot read the PDDL problem', 'blod'),
+], ids=['undeclared-object', 'cost-value', 'static-facts-missing', 'static-fact-extra',
+        'unknown-object'])
 def test_a_problem_file_that_disagrees_with_domain_yaml_is_refused(
-        tmp_path, problem_change, words):
+        tmp_path, problem_change, words, token):
     path = copy_of(LAB, tmp_path, problem_change=problem_change)
     message = refused(path)
-    assert message.startswith(str(path.parent / 'problems' / 'spin_blood.pddl'))
+    problem = path.parent / 'problems' / 'spin_blood.pddl'
+    assert names_line(message, problem, token), message
     assert words in message
 
 
@@ -346,3 +378,108 @@ def test_the_demo_headline_leads_with_what_was_decided(tmp_path, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first == ('[cecm] learned in 1 tasks: 3 of 4 capabilities decided (1 wrongly: '
                      'take), 1 undecided; held-out agreement 1.00')
+
+
+# ------------------------------------------------ one capability, several action schemas
+def _fridge_and_centrifuge(spec):
+    """The lab with one capability for the fridge (taking and putting there) and one for
+    the centrifuge (walking into its room and spinning)."""
+    kept = [c for c in spec['capabilities']
+            if c['name'] not in ('take_fridge', 'put_fridge', 'walk_centrifuge', 'spin')]
+    spec['capabilities'] = kept + [
+        {'name': 'fridge', 'action': ['take', 'put'], 'arguments': {'?s': 'fridge'}},
+        {'name': 'centrifuge', 'action': [
+            {'action': 'walk', 'arguments': {'to': 'centrifuge_room'}}, 'spin']}]
+    spec['partner_types'] = {'trainee': {'missing': ['centrifuge', 'label']},
+                             'no_cold_room': {'missing': ['fridge']}}
+
+
+def test_a_capability_may_gate_several_actions(tmp_path):
+    domain = load_domain(str(copy_of(LAB, tmp_path, _fridge_and_centrifuge)))
+    index = domain.catalog.index
+    assert domain.action('(take tech blood fridge)').gate == index('fridge')
+    assert domain.action('(put tech blood fridge)').gate == index('fridge')
+    assert domain.action('(take tech blood bench)').gate == index('take_bench')
+    assert domain.action('(walk tech hallway centrifuge_room)').gate == index('centrifuge')
+    assert domain.action('(spin tech blood centrifuge_room)').gate == index('centrifuge')
+    assert domain.action('(walk tech hallway printer)').gate == index('walk_printer')
+    lacking = domain.catalog.resolve('no_cold_room')
+    with planner_for(domain) as planner, planner_for(domain, 'reference') as reference:
+        for task in domain.problem_tasks:
+            plan = planner.plan(task, lacking)
+            assert reference.plan(task, lacking).sequential == plan.sequential
+            assert not any(domain.action(a).gate == index('fridge')
+                           for a in plan.actions_of(HUMAN))
+
+
+@pytest.mark.parametrize('entry, token, words', [
+    ({'name': 'fridge', 'action': ['take', 'teleport'], 'arguments': {'s': 'fridge'}},
+     '- teleport', "capability 'fridge' gates an unknown action 'teleport'; actions: label, "
+     'put, spin, take, walk'),
+    ({'name': 'fridge', 'action': [{'action': 'take', 'argumnts': {'s': 'fridge'}}]},
+     'argumnts:', "capabilities[8] (fridge): action[1]: unknown key 'argumnts'; known: "
+     'action, arguments'),
+    ({'name': 'fridge', 'action': ['take', 'walk'], 'arguments': {'s': 'fridge'}},
+     '  s: fridge', "capability 'fridge': action 'walk' has no argument 's'; arguments: a, "
+     'from, to (each written with or without "?")'),
+    ({'name': 'fridge', 'action': []}, 'action: []',
+     'action: expected an action or a non-empty list of actions'),
+], ids=['unknown-action-in-list', 'unknown-key-in-list', 'argument-one-action-lacks',
+        'empty-list'])
+def test_a_capability_over_several_actions_is_checked_entry_by_entry(tmp_path, entry, token,
+                                                                     words):
+    path = copy_of(LAB, tmp_path, lambda s: s['capabilities'].append(entry))
+    message = refused(path)
+    assert names_line(message, path, token, last=True), message   # the entry appended
+    assert words in message
+
+
+# --------------------------------------------------- every template checked at load
+def with_entry(tmp_path: Path, part: str, entry) -> Path:
+    """A copy of the workshop with one more entry, on a line of its own, at the end of
+    the templates' ``initial`` or ``goal``."""
+    target = tmp_path / 'workshop'
+    shutil.copytree(WORKSHOP, target)
+    lines = (target / 'domain.yaml').read_text().splitlines()
+    text = yaml.safe_dump(entry, default_flow_style=True, width=1000).strip()
+    if text.endswith('...'):      # a plain scalar's end-of-document marker
+        text = text[:-3].strip()
+    at = len(lines) if part == 'goal' else lines.index('    goal:')
+    lines.insert(at, f'      - {text}')
+    (target / 'domain.yaml').write_text('\n'.join(lines) + '\n')
+    return target / 'domain.yaml'
+
+
+@pytest.mark.parametrize('part, entry, words', [
+    # Never drawn (count 0), refused all the same.
+    ('goal', {'some_of': ['(inspected bolt)', '(inspected gear bench)'], 'count': [0, 0]},
+     "goal[3]: (inspected gear bench): 'inspected' takes 1 argument (?p - part), got 2"),
+    ('goal', {'one_of': ['(inspected bolt)', '(inspected bench)']},
+     "goal[3]: (inspected bench): 'bench' is not an object of type 'part' (bolt, bracket, "
+     'gear, panel)'),
+    ('goal', {'one_of': ['(inspectd bolt)']},
+     "goal[3]: (inspectd bolt): no predicate 'inspectd' in the PDDL domain; predicates: "
+     'agent-at, assembled'),
+    ('initial', '(connected shelf inspection)',
+     "initial[6]: (connected shelf inspection) is a static fact (no action changes "
+     "'connected'): it is the same in every task, so it goes under static"),
+    ('initial', {'for_each': {'p': 'prt'}, 'one_of': ['(part-at {p} shelf)']},
+     "initial[6]: for_each: 'prt' is no type of the PDDL domain; types: agent, part, "
+     'station'),
+    ('initial', {'for_each': {'p': 'part'}, 'one_of': ['(part-at {q} shelf)']},
+     "initial[6]: '(part-at {q} shelf)' names 'q' that for_each does not bind"),
+    ('goal', {'some_of': ['(inspected bolt)', '(inspected gear)'], 'count': [1, 3]},
+     'goal[3]: count must be [low, high] within 0-2, got [1, 3]'),
+    ('goal', {'one_of': ['(inspected bolt)'], 'some_of': ['(inspected gear)']},
+     'goal[3]: an entry is a fact, one_of, some_of or fact (with for_each); it has one_of '
+     'and some_of'),
+], ids=['arity-never-drawn', 'type', 'predicate', 'static-fact', 'for-each-type',
+        'unbound-name', 'count', 'two-kinds'])
+def test_every_fact_a_template_can_draw_is_checked_at_load(tmp_path, part, entry, words):
+    path = with_entry(tmp_path, part, entry)
+    message = refused(path)
+    line = len(path.read_text().splitlines()) if part == 'goal' else \
+        path.read_text().splitlines().index('    goal:')
+    assert re.match(rf'{re.escape(str(path))}:{line}:\d+: tasks: generate: ', message), \
+        message
+    assert words in message

@@ -1,0 +1,10 @@
+(define (problem two-hulls) (:domain shipyard)
+  (:objects robot tech - worker west middle east - dock h1 h2 - hull)
+  (:init
+    (at robot west) (at tech east) (hull-at h1 west) (hull-at h2 east)
+    (link west middle) (link middle west) (link middle east) (link east middle)
+    (can-weld robot) (can-paint robot) (can-inspect robot)
+    (cleared robot west) (cleared robot middle) (cleared robot east)
+    (cleared tech west) (cleared tech middle)
+    (can-weld tech) (can-paint tech) (can-inspect tech) (cleared tech east))
+  (:goal (and (welded h1) (welded h2) (painted h2))))
