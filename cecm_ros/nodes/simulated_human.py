@@ -266,9 +266,13 @@ class SimulatedHumanNode(CecmNode):
             self.plan_pub.publish(conv.plan_msg(plan, self.model.catalog, self.truth,
                                                 'truth', self.stamp()))
             forgone = f'; forgoes {self.human.forgone}' if self.human.forgone else ''
+            how = '' if self.human.enforces_plan else \
+                (f'; a {self.behaviour} partner decides each step from the world, this is '
+                 'its reference')
             self.get_logger().info(
                 f'task {task.task_id}: planned {len(plan.steps)} joint steps '
-                f'(cost {plan.cost:g}, {len(plan.actions_of("human"))} human actions{forgone})')
+                f'(cost {plan.cost:g}, {len(plan.actions_of("human"))} human actions'
+                f'{forgone}{how})')
         for key in [k for k in self.early if k[:2] == (task.task_id, msg.attempt)]:
             self._on_intent(self.early.pop(key))
 
@@ -453,8 +457,9 @@ class SimulatedHumanNode(CecmNode):
                                f're-planned {len(plan.steps)} joint steps from there')
 
     def _advance(self, step: int) -> None:
-        """Past this step; after a step off its plan, publish the plan it made then."""
-        deviating = self.human.deviating
+        """Past this step; after a step off its plan, publish the plan it made then (a
+        partner that follows no plan keeps its reference plan)."""
+        deviating = self.human.deviating and self.human.enforces_plan
         try:
             self.human.advance()
         except CecmError as error:

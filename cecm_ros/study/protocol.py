@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 
 from cecm_ros.core.domain import Domain, Task
-from cecm_ros.core.errors import ConfigError
+from cecm_ros.core.errors import ConfigError, UnsolvableTaskError
 
 KEYS = ('study', 'domain', 'participants', 'types', 'tasks_per_set', 'task_seed', 'order',
-        'assistant', 'instructions', 'consent', 'questionnaire', 'web')
+        'task_ids', 'assistant', 'instructions', 'consent', 'questionnaire', 'web')
 ORDERS = ('latin_square', 'williams', 'fixed')
 ASSISTANT_METHODS = ('optimistic', 'pessimistic', 'cecm', 'cecm_div', 'qlearning')
 # The assistant's estimator settings a protocol may fix (as `cecm demo` takes them).
@@ -69,6 +69,8 @@ class Protocol:
     web: dict[str, Any] = field(default_factory=dict)
     digest: str = ''         # of the file's text: goes into every recorded episode
     path: Path | None = None
+    # The tasks a set may draw (a domain with few tasks, by id); () = any the domain has.
+    task_ids: tuple[str, ...] = ()
 
     def participant_index(self, participant: str) -> int:
         try:
@@ -92,10 +94,55 @@ class Protocol:
                 raise ConfigError(f'{self.path or self.name}: type {partner_type!r} is not a '
                                   f'partner type of domain {domain.name!r} '
                                   f'({", ".join(domain.catalog.partner_types)})')
-            tasks = domain.task_generator(self.task_seed + 1000 * index) \
-                .tasks(self.tasks_per_set)
-            sets.append(StudySet(index, partner_type, tuple(tasks)))
+            sets.append(StudySet(index, partner_type, self._set_tasks(domain, index)))
         return sets
+
+    def _set_tasks(self, domain: Domain, index: int) -> tuple[Task, ...]:
+        """The tasks of the set at position ``index``: drawn from the domain's seeded
+        stream, keeping only ``task_ids`` when the protocol lists them."""
+        source = domain.task_generator(self.task_seed + 1000 * index)
+        if not self.task_ids:
+            return tuple(source.tasks(self.tasks_per_set))
+        universe = {task.task_id for task in domain.task_universe() or ()}
+        unknown = sorted(set(self.task_ids) - universe)
+        if unknown:
+            raise ConfigError(f'{self.path or self.name}: task_ids: {", ".join(unknown)} '
+                              f'{"is" if len(unknown) == 1 else "are"} no task of domain '
+                              f'{domain.name!r}' + (f' (tasks: {", ".join(sorted(universe))})'
+                                                    if universe else ' (it lists none)'))
+        kept: list[Task] = []
+        for _ in range(100 * self.tasks_per_set):
+            task = source.next_task()
+            if task.task_id in self.task_ids:
+                kept.append(task)
+                if len(kept) == self.tasks_per_set:
+                    break
+        return tuple(kept)
+
+    def check_served(self, domain: Domain, planner) -> None:
+        """Refuse a protocol that gives a type a task no plan of that type's capabilities
+        finishes (it would run to the executor's step limit and be left out of the
+        dataset), naming the type and the tasks. Every (position, type) a participant
+        can meet is planned once."""
+        unserved: dict[str, list[str]] = {}
+        for index in range(len(self.types)):
+            for task in self._set_tasks(domain, index):
+                for partner_type in self.types:
+                    truth = domain.catalog.resolve(partner_type)
+                    try:
+                        plan = planner.plan(task, truth)
+                        served = domain.goal_reached(task, plan.trajectory[-1])
+                    except UnsolvableTaskError:
+                        served = False
+                    if not served and task.task_id not in unserved.setdefault(partner_type,
+                                                                              []):
+                        unserved[partner_type].append(task.task_id)
+        unserved = {t: ids for t, ids in unserved.items() if ids}
+        if unserved:
+            listed = '; '.join(f'{t}: {", ".join(ids)}' for t, ids in unserved.items())
+            raise ConfigError(f'{self.path or self.name}: no plan serves these tasks for '
+                              f'these types ({listed}); leave them out with task_ids, or '
+                              'choose other types')
 
 
 def order_row(order: str, count: int, participant: int) -> list[int]:
@@ -244,6 +291,13 @@ def load_protocol(path: str | Path) -> Protocol:
             not isinstance(web['correction_window_s'], (int, float)) or
             isinstance(web['correction_window_s'], bool) or web['correction_window_s'] <= 0):
         raise ConfigError(f'{path}: web: correction_window_s must be a number of seconds > 0')
+    task_ids = data.get('task_ids') or []
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids) \
+            or len(set(task_ids)) != len(task_ids):
+        raise ConfigError(f'{path}: task_ids must list distinct task ids')
+    if task_ids and len(task_ids) < tasks_per_set:
+        raise ConfigError(f'{path}: task_ids lists {len(task_ids)} tasks, fewer than '
+                          f'tasks_per_set {tasks_per_set}')
     domain = str(data['domain'])
     if domain.endswith(('.yaml', '.yml')) and not Path(domain).is_absolute():
         domain = str((path.parent / domain).resolve())   # relative to the protocol
@@ -255,4 +309,5 @@ def load_protocol(path: str | Path) -> Protocol:
         instructions=_text(data.get('instructions'), f'{path}: instructions'),
         consent=_text(data.get('consent'), f'{path}: consent'),
         questionnaire=_likert(data.get('questionnaire'), f'{path}: questionnaire'),
-        web=dict(web), digest=hashlib.sha256(text.encode()).hexdigest()[:16], path=path)
+        web=dict(web), digest=hashlib.sha256(text.encode()).hexdigest()[:16], path=path,
+        task_ids=tuple(task_ids))

@@ -295,6 +295,10 @@ def cmd_run(args) -> int:
     protocol = load_protocol(args.protocol)
     domain = load_domain(protocol.domain)
     protocol.plan_for(args.participant, domain)   # every type and task checked first
+    from cecm_ros.domains import planner_for
+
+    with planner_for(domain, workers=1, plan_cache=True) as planner:
+        protocol.check_served(domain, planner)   # no type meets a task it cannot finish
     try:
         package_paths()   # the node graph is installed (before anything is shown)
     except DemoError as error:

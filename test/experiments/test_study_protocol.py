@@ -136,3 +136,35 @@ def test_the_shipped_protocols_plan_every_participant(path):
         sets = protocol.plan_for(participant, domain)
         assert sorted(s.partner_type for s in sets) == sorted(protocol.types)
         assert all(len(s.tasks) == protocol.tasks_per_set for s in sets)
+
+
+def test_a_protocol_that_gives_a_type_a_task_no_plan_serves_is_refused(tmp_path):
+    """Kitchen B cuts the kitchen in two: a type_1 partner (no vegetables) cannot pass the
+    robot what it needs, so no plan serves its tasks there. Listing kitchens A and C only
+    (task_ids) makes the same design servable."""
+    from cecm_ros.domains import planner_for
+
+    domain = load_domain('overcooked')
+    with planner_for(domain, plan_cache=True) as planner:
+        every = load_protocol(write(tmp_path, {'tasks_per_set': 5}))
+        with pytest.raises(ConfigError, match='no plan serves these tasks') as raised:
+            every.check_served(domain, planner)
+        assert 'type_1: B-' in str(raised.value) and 'task_ids' in str(raised.value)
+        served_ids = [t.task_id for t in domain.tasks if not t.task_id.startswith('B-')]
+        served = load_protocol(write(tmp_path, {'tasks_per_set': 5, 'task_ids': served_ids},
+                                     name='served.yaml'))
+        served.check_served(domain, planner)
+        for participant in served.participants:
+            for study_set in served.plan_for(participant, domain):
+                assert len(study_set.tasks) == 5
+                assert all(t.task_id in served_ids for t in study_set.tasks)
+
+
+@pytest.mark.parametrize('task_ids, words', [
+    (['A-lettuce_onion', 'Z-nothing'], 'Z-nothing is no task of domain'),
+    (['A-lettuce_onion'], 'fewer than tasks_per_set'),
+    ('A-lettuce_onion', 'task_ids must list distinct task ids')])
+def test_a_bad_task_list_is_named(tmp_path, task_ids, words):
+    domain = load_domain('overcooked')
+    with pytest.raises(ConfigError, match=words):
+        load_protocol(write(tmp_path, {'task_ids': task_ids})).plan_for('P01', domain)
