@@ -25,7 +25,7 @@ from collections import OrderedDict
 from rclpy.node import Node
 from rclpy.task import Future
 
-from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import NOOP
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
@@ -36,6 +36,7 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.nodes.domain_parameters import DomainParameters
+from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 
 QUIT = {'q', 'quit', 'exit'}
@@ -45,7 +46,7 @@ HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
 SETTLED_KEPT = 32
 
 
-class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
+class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):
@@ -185,7 +186,7 @@ class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
             elif text.lower() in WAIT:
                 corrected = NOOP
             else:
-                corrected = conv.canonical_action(self.model, text, ROBOT, 'the answer')
+                corrected = conv.answer_action(self.model, text, 'the answer')
         except conv.MessageError as error:
             self.say(f'  not sent: {error}; {HELP}')
             return
