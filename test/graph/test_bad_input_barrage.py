@@ -42,6 +42,7 @@ from graph_fixtures import (  # noqa: E402
     NodeProcesses,
     RosClient,
     RosDomain,
+    core_session,
     installed_or_skip,
     scaled,
     wait_progressing,
@@ -49,11 +50,8 @@ from graph_fixtures import (  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
 from cecm_ros.action import EstimateCapabilities, ExecuteSkill  # noqa: E402
-from cecm_ros.core.estimator import EstimatorSettings  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
-from cecm_ros.domains.pddl.planner import FastDownwardPlanner  # noqa: E402
 from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
-from cecm_ros.experiments.experiment import ExperimentSettings, run_once  # noqa: E402
 from cecm_ros.msg import (  # noqa: E402
     CapabilityBelief,
     Correction,
@@ -100,11 +98,7 @@ EVENTS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 @pytest.fixture(scope='module')
 def undisturbed():
     """The core's run with the graph's seed and settings (as test_faults.py's)."""
-    model = TidyUpModel()
-    settings = ExperimentSettings(partner=PARTNER, runs=1, tasks=TASKS, seed=0, jobs=1,
-                                  estimator=EstimatorSettings(samples=SAMPLES), heldout=0)
-    with FastDownwardPlanner(model, workers=2) as planner:
-        return run_once(model, planner, settings, run=SEED)
+    return core_session(PARTNER, TASKS, SAMPLES, SEED)
 
 
 class Barrage:
