@@ -95,6 +95,11 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
     def _on_task(self, msg: TaskRequest) -> None:
         """The run the robot's intents should belong to: a robot that was stopped may go
         on for a moment with the run before, whose steps are not asked here."""
+        try:
+            conv.task_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring task request: {error}')
+            return
         with self._lock:
             if self.run == (msg.task_id, msg.attempt):
                 return   # the latched request again
@@ -114,7 +119,13 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
     def _on_intent(self, msg: RobotIntent) -> None:
         """A fresh announcement opens its step (again after an interrupted task runs
         again); a repeat says the step's window has closed: it asks nothing, and closes
-        the step if it is the one open."""
+        the step if it is the one open. One the partner refuses (an unknown action, a
+        step no task has) is not asked either."""
+        try:
+            conv.intent_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring intent: {error}')
+            return
         with self._lock:
             run = self.run
             if run is not None and run[0] == msg.task_id and run[1] != msg.attempt:

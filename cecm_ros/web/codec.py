@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import array
 import importlib
-import itertools
 import json
 import math
-import re
 from typing import Any
 
 SESSION_TYPE = 'cecm_ros_web/Session'    # the panel's own topic; not a ROS message
 RENDER_TYPE = 'cecm_ros_web/Render'      # the other one: a team state's drawing data
 MAX_STRING = 512                         # longest string accepted in a client message
-# Deepest nesting of a client's JSON: a correction's header.stamp is 3 levels deep, and
-# JSON 8,000 levels deep would stop the parser with a RecursionError.
+# Deepest nesting of a client's JSON: a correction's header.stamp is 3 levels deep.
 MAX_DEPTH = 16
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 class BridgeError(ValueError):
@@ -115,15 +111,22 @@ def publish_frame(topic: str, body: str) -> str:
 # ------------------------------------------------------------------------- incoming
 def client_json(text: str) -> Any:
     """A client's JSON text, parsed; BridgeError when it is no JSON or is nested deeper
-    than MAX_DEPTH (counted before parsing, so that nothing recurses on it)."""
-    brackets = [1 if ch in '[{' else -1 for ch in _JSON_STRING.sub('', text) if ch in '[]{}']
-    depth = max(itertools.accumulate(brackets), default=0)
-    if depth > MAX_DEPTH:
-        raise BridgeError(f'JSON nested {depth} levels deep; at most {MAX_DEPTH}')
+    than MAX_DEPTH (JSON 8,000 levels deep stops the parser itself: RecursionError)."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
+    except RecursionError:
+        raise BridgeError(f'JSON nested more than {MAX_DEPTH} levels deep') from None
     except ValueError as error:
         raise BridgeError(f'not JSON: {error}') from None
+    level = [(data, 1)]
+    while level:   # (not recursive: depth is what is checked)
+        value, depth = level.pop()
+        if depth > MAX_DEPTH:
+            raise BridgeError(f'JSON nested more than {MAX_DEPTH} levels deep')
+        items = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, list) else ()
+        level.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return data
 
 
 def _text(value: str, where: str) -> str:

@@ -155,7 +155,10 @@ class RequestLog(logging.Logger):
                 reason = reason[:REASON_CHARS] + '...'
             self.warnings.warn(who, f'refused a malformed request ({error.code}): {reason}')
             return
-        text = str(msg) % args if args else str(msg)
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = ' '.join(str(part) for part in (msg, *args))
         self.node_log().error(f'web server: {text}' + (f': {error!r}' if error else ''))
 
     def debug(self, msg: object, *args: object, **kwargs: Any) -> None:

@@ -166,9 +166,9 @@ class SessionState:
     def admit(self, key: str, msg: Any) -> bool:
         """Check a relayed message as the graph's nodes do: False for a team state held
         already (nothing new), RefusedMessageError saying why for one that does not
-        fit; a team state taken is recorded. (An intent's step is not held against the
-        team states: the panel may hear the executor's intent for step t+1 before the
-        world's states up to t, which come on another topic.)"""
+        fit; a team state taken is recorded. (An intent ahead of the team states heard
+        is no mistake: their topic may be slower; :meth:`update` keeps it until they
+        come.)"""
         try:
             if key == 'team_state':
                 return bool(self.team_states.add(msg))

@@ -148,9 +148,11 @@ def test_a_bad_field_is_named(data, problem):
         codec.message_from_json(Correction, data, 'msg')
 
 
-def test_json_that_would_stop_the_parser_is_refused_before_it_is_parsed():
-    with pytest.raises(codec.BridgeError, match='JSON nested 8000 levels deep; at most 16'):
-        codec.client_json('[' * 8000 + ']' * 8000)
+def test_json_nested_too_deeply_is_refused():
+    """8,000 levels stop the parser (RecursionError); 17 are refused after it."""
+    for depth in (8000, 17):
+        with pytest.raises(codec.BridgeError, match='JSON nested more than 16 levels deep'):
+            codec.client_json('[' * depth + ']' * depth)
     assert codec.client_json(json.dumps({'a': '[' * 100, 'b': [[1]]})) == \
         {'a': '[' * 100, 'b': [[1]]}   # brackets in strings are text
     with pytest.raises(codec.BridgeError, match='not JSON'):

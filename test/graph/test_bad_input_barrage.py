@@ -350,7 +350,8 @@ def _websocket_mistakes(task_id: str, attempt: int, step: int, intended: str) ->
     return [
         (json.dumps({'op': ['subscribe']}), '"op" must be a string, got a list'),
         (json.dumps({'op': {'subscribe': 1}}), '"op" must be a string, got an object'),
-        ('[' * 8000 + ']' * 8000, 'JSON nested 8000 levels deep; at most'),
+        ('[' * 8000 + ']' * 8000, 'JSON nested more than 16 levels deep'),
+        ('[' * 17 + ']' * 17, 'JSON nested more than 16 levels deep'),
         ('{"op": "publish", "topic": "/robot/correction", "msg": {"task_id": "\\ud800", '
          '"step": 0, "corrected_action": "noop"}}', 'msg.task_id holds a lone surrogate'),
         ('{"op": "\\udfff"}', "unknown op '\\udfff'"),
