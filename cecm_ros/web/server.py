@@ -653,10 +653,8 @@ class PanelServer:
         """One client message: checked, answered; nothing a client sends ends the node,
         and a client's mistake is answered to it and warned about (ClientWarnings)."""
         op_id = None
+        allowed = client.allow()
         try:
-            if not client.allow():
-                raise BridgeError(f'too many messages (at most {self.settings.rate:g} a '
-                                  'second); this one was dropped')
             size = len(text.encode())
             if size > self.settings.max_bytes:
                 raise BridgeError(f'message of {size} bytes exceeds the limit of '
@@ -668,6 +666,9 @@ class PanelServer:
             if op_id is not None and not isinstance(op_id, str | int):
                 op_id = None
                 raise BridgeError('"id" must be a string or a number')
+            if not allowed:   # (answered with its id, so that a client knows which)
+                raise BridgeError(f'too many messages (at most {self.settings.rate:g} a '
+                                  'second); this one was dropped')
             op = data.get('op')
             if not isinstance(op, str):
                 raise BridgeError(f'"op" must be a string, got {json_kind(op)}')
