@@ -184,14 +184,14 @@ class TeamStates:
     world keeps them (the executor, the task manager, the web panel): one set of rules.
 
     The world applies one joint step at a time and publishes each state once, in
-    order; a task run again starts from the same state. So a state that does not fit
-    the domain is refused (:func:`state_from_team_state`); the same state again (also
-    with another stamp) changes nothing; another state for a step held is refused (the
-    first is the one acted on); after a task's first state, step k is taken only once
-    step k-1 is held. The first state of a task may be of any step (a node that joins
-    late hears the world's last ones); a step 0 where none is held starts the task's
-    record afresh. :meth:`restart` forgets a task's later steps when it is run again.
-    Not thread-safe: its owner holds a lock.
+    order, from the task's start (a node that joins late hears the world's last 50, from
+    the start of a task of up to 50 steps); a task run again starts from the same state.
+    So a state that does not fit the domain is refused (:func:`state_from_team_state`);
+    the same state again (also with another stamp) changes nothing; another state for a
+    step held is refused (the first is the one acted on); a task's first state must be
+    its start, step 0, and step k is taken only once step k-1 is held. :meth:`restart`
+    forgets a task's later steps when it is run again. Not thread-safe: its owner holds
+    a lock.
     """
 
     def __init__(self, model: Domain, kept: int = TASKS_KEPT):
@@ -206,24 +206,24 @@ class TeamStates:
         state_from_team_state(self.model, msg)
         steps = self.tasks.get(msg.task_id)
         what = f'TeamState of task {shown(msg.task_id)} step {msg.step}'
-        if steps:
-            held = steps.get(msg.step)
-            if held is not None:
-                if _content(held) == _content(msg):
-                    return False
-                raise MessageError(f'{what}: it differs from the one received before for '
-                                   'that step (kept)')
-            if msg.step == 0:
-                steps.clear()
-            elif msg.step - 1 not in steps:
-                raise MessageError(
-                    f'{what}: step {msg.step - 1} of that task was not received (the world '
-                    f'publishes every step in order; the latest here is {max(steps)})')
-        else:
+        if not steps:
+            if msg.step != 0:
+                raise MessageError(f'{what}: the start of that task (step 0) was not '
+                                   'received (the world publishes every step in order)')
             steps = self.tasks[msg.task_id] = {}
             others = [t for t in self.tasks if t not in (msg.task_id, self.current)]
             while len(self.tasks) > self.kept and others:
                 del self.tasks[others.pop(0)]
+        held = steps.get(msg.step)
+        if held is not None:
+            if _content(held) == _content(msg):
+                return False
+            raise MessageError(f'{what}: it differs from the one received before for that '
+                               'step (kept)')
+        if msg.step > 0 and msg.step - 1 not in steps:
+            raise MessageError(
+                f'{what}: step {msg.step - 1} of that task was not received (the world '
+                f'publishes every step in order; the latest here is {max(steps)})')
         steps[msg.step] = msg
         return True
 
