@@ -263,10 +263,11 @@ class SessionState:
                     self.held.pop(next(iter(self.held)))
             return False
         latest = self.team_states.latest(msg.task_id)
-        if latest is not None and msg.step > latest + 1:
+        if msg.step > (-1 if latest is None else latest) + 1:
             # The executor announces step t+1 once it has the world's state t; that
-            # state, on another topic, may still be on its way here. Asked once it
-            # comes; an intent that the next one opened overtakes was no question.
+            # state (and the task's start), on another topic, may still be on its way
+            # here. Asked once it comes; an intent that the next one opened overtakes
+            # was no question.
             self.ahead = (msg, received)
             return False
         current = self.open

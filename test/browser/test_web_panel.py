@@ -203,6 +203,15 @@ def request(task_id: str, attempt: int = 0) -> TaskRequest:
                        goal_propositions=sorted(task.goal))
 
 
+def world_at(session, task_id: str, last: int) -> None:
+    """The world's team states 0..last of a task (as request() starts it; nobody moves)."""
+    model = session.model
+    start = model.state_from_atoms(make_task(task_id, ['(item-at plate study)']).initial)
+    for step in range(last + 1):
+        session.observe('team_state', conv.team_state_msg(
+            model, task_id, step, start, *(('noop', 'noop') if step else ())))
+
+
 def test_the_session_offers_noop_and_the_robots_applicable_actions():
     model = TidyUpModel()
     task = make_task('t', ['(item-at plate study)'], robot='kitchen', human='study')
@@ -233,6 +242,7 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
     model = TidyUpModel()
     session = session_of(model, window_s=10.0)
     session.observe('task', request('t'))
+    world_at(session, 't', 0)
     intent = RobotIntent(task_id='t', step=0, action='(pick robot plate kitchen)')
     session.observe('intent', intent)
     first = session.open
@@ -244,6 +254,7 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
     session.observe('step_result', StepResult(task_id='t', step=0, action=intent.action))
     assert session.observe('intent', intent) is False      # a repeat late on the wire
     assert session.to_json()['open'] is None
+    world_at(session, 't', 1)
     session.observe('intent', RobotIntent(task_id='t', step=1, action='noop'))
     assert session.to_json()['open']['step'] == 1
 
@@ -253,6 +264,7 @@ def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
     """A panel started after a step's window closed hears only the executor's repeats."""
     session = session_of(TidyUpModel(), window_s=window_s)
     session.observe('task', request('t'))
+    world_at(session, 't', 3)   # (latched: a late panel hears them)
     repeat = RobotIntent(task_id='t', step=3, action='noop', repeated=True)
     assert session.observe('intent', repeat) is True
     shown = session.to_json()['open']
