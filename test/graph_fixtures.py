@@ -287,6 +287,23 @@ class RosClient:
         self.rclpy.try_shutdown(context=self.context)
 
 
+def core_session(partner: str, tasks: int, samples: int, seed: int = 0) -> list:
+    """The ROS-free core's session of ``tasks`` TidyUP tasks with the graph's installed
+    settings and ``seed``: per task its TaskResult (estimate, theta, corrections). A
+    graph session of the same seed ends with the same belief (`cecm experiment` and the
+    graph compute the same numbers)."""
+    from cecm_ros.core.estimator import EstimatorSettings
+    from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+    from cecm_ros.domains.tidyup.model import TidyUpModel
+    from cecm_ros.experiments.experiment import ExperimentSettings, run_once
+
+    model = TidyUpModel()
+    settings = ExperimentSettings(partner=partner, runs=1, tasks=tasks, seed=0, jobs=1,
+                                  estimator=EstimatorSettings(samples=samples), heldout=0)
+    with FastDownwardPlanner(model, workers=2) as planner:
+        return run_once(model, planner, settings, run=seed)
+
+
 # The Overcooked task the graph and browser tests run.
 OVERCOOKED_TASK = 'A-lettuce_onion'
 

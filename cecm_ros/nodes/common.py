@@ -41,6 +41,7 @@ from cecm_ros.nodes.domain_parameters import (  # noqa: F401 - re-exported
     _plan_store_check,
     domain_of,
 )
+from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.nodes.peers import (  # noqa: F401 - re-exported
     CANCEL_WAIT_S,
@@ -91,7 +92,7 @@ QOS_HISTORY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
-class CecmNode(DomainParameters, PeerCalls, DeclaredParameters, LifecycleNode):
+class CecmNode(BoundedLogging, DomainParameters, PeerCalls, DeclaredParameters, LifecycleNode):
     """A lifecycle node with declared parameters, one reentrant group and a waiter.
 
     Subclasses implement ``configure`` (read parameters, build core objects, create

@@ -15,18 +15,19 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from cecm_ros.core.capabilities import CapabilityCatalog
-from cecm_ros.core.domain import NOOP, Domain, JointPlan, JointStep, Task
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, Domain, JointPlan, JointStep, Task
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
 from cecm_ros.core.inference import STATUSES, CapabilityReport, describe_report
 from cecm_ros.core.simulator import predicted_trajectory
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
+from cecm_ros.msg import Correction, RobotIntent, StepResult, TaskOutcome, TaskRequest, TeamState
 from cecm_ros.msg import JointPlan as JointPlanMsg
 from cecm_ros.msg import JointStep as JointStepMsg
-from cecm_ros.msg import TaskOutcome, TaskRequest, TeamState
 from cecm_ros.nodes.skill_kinds import WAIT, skills_of
 
-NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
+NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step" in what the
+                                     # graph sends (an answer must name it: answer_action)
 
 # Size limits. Nothing legitimate comes near them; a message beyond them can only be
 # wrong, and refusing it before reading it keeps a node from spending time and memory
@@ -34,10 +35,33 @@ NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step"
 # distinct ones than the domain has), a capability vector by the catalogue.
 MAX_STEPS = 10_000        # joint steps of one task: plans, trajectories (executor max_steps)
 MAX_CANDIDATES = 100      # candidate tasks of one RankTasks request
+SHOWN_CHARS = 120         # of a value quoted in an error message (a sender may send 1 MB)
+TASKS_KEPT = 3            # tasks whose team states a TeamStates record keeps
 
 
 class MessageError(CecmError, ValueError):
     """A message that does not fit the model (unknown name, wrong length, wrong task)."""
+
+
+def shown(text: str) -> str:
+    """``text`` quoted for an error message or a log line, cut at SHOWN_CHARS."""
+    if len(text) <= SHOWN_CHARS:
+        return repr(text)
+    return f'{text[:SHOWN_CHARS]!r}... ({len(text)} characters)'
+
+
+def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as it is (a name, a reason), cut at ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    return f'{text[:limit]}... ({len(text)} characters)'
+
+
+def check_step(step: int, what: str) -> None:
+    """A step number a task can have: at most MAX_STEPS (a forged 4294967295 is none)."""
+    if step > MAX_STEPS:
+        raise MessageError(f'{what}: step {step} is beyond the last a task can have '
+                           f'({MAX_STEPS})')
 
 
 # ------------------------------------------------------------------------ actions
@@ -49,12 +73,51 @@ def canonical_action(model: Domain, text: str, agent: str | None = None,
     try:
         name = model.canonical_action(text)
         owner = model.action_agent(name)
-    except CecmError as error:
-        raise MessageError(f'{what} {text!r}: {error}') from None
+    except CecmError as error:   # (which quotes the text again)
+        raise MessageError(f'{what} {shown(text)}: {clipped(str(error), 4 * SHOWN_CHARS)}') \
+            from None
     if agent is not None and owner != agent:
-        raise MessageError(f'{what} {text!r} is an action of the {owner}, '
+        raise MessageError(f'{what} {shown(text)} is an action of the {owner}, '
                            f'not of the {agent}')
     return name
+
+
+def answer_action(model: Domain, text: str, what: str = 'corrected_action') -> str:
+    """The robot action a partner's answer names, canonical: the one check of an answer,
+    wherever it is typed or sent (the executor, the web panel, the console). Unlike a
+    plan's or a team state's empty action, an empty answer says nothing (wait is
+    ``noop``), and a NUL would cut the text where ROS carries it."""
+    if '\x00' in text:
+        raise MessageError(f'{what} {shown(text)} holds a NUL character, which a ROS '
+                           'string cannot carry (it would end the text there)')
+    if not text.strip():
+        raise MessageError(f'{what} {shown(text)} must name an action (noop = wait)')
+    return canonical_action(model, text, ROBOT, what)
+
+
+def correction_from_msg(model: Domain, msg: Correction) -> tuple[str, str]:
+    """(the corrected action, the intended one or '') of a Correction, canonical; what
+    does not depend on the open step, checked as the executor and the panel both do."""
+    check_step(msg.step, 'Correction')
+    corrected = answer_action(model, msg.corrected_action)
+    intended = canonical_action(model, msg.intended_action, ROBOT, 'intended_action') \
+        if msg.intended_action else ''
+    return corrected, intended
+
+
+def intent_from_msg(model: Domain, msg: RobotIntent) -> str:
+    """The canonical action a RobotIntent announces (a robot action, at a step a task
+    can have)."""
+    what = f'RobotIntent of task {shown(msg.task_id)} step {msg.step}'
+    check_step(msg.step, what)
+    return canonical_action(model, msg.action, ROBOT, f'{what}: action')
+
+
+def step_result_action(model: Domain, msg: StepResult) -> str:
+    """The canonical robot action a StepResult says was executed."""
+    what = f'StepResult of task {shown(msg.task_id)} step {msg.step}'
+    check_step(msg.step, what)
+    return canonical_action(model, msg.action, ROBOT, f'{what}: action')
 
 
 def skill_kind(model: Domain, action: str) -> str:
@@ -100,9 +163,90 @@ def team_state_msg(model: Domain, task_id: str, step: int, state,
 
 
 def state_from_team_state(model: Domain, msg: TeamState):
-    what = f'TeamState of task {msg.task_id!r} step {msg.step}'
+    """The domain's state of a team state; the step and the actions applied last are
+    checked too (a robot action of the robot, a human action of the human)."""
+    what = f'TeamState of task {shown(msg.task_id)} step {msg.step}'
     check_domain(model, msg.domain, what)
+    check_step(msg.step, what)
+    canonical_action(model, msg.robot_action, ROBOT, f'{what} robot_action')
+    canonical_action(model, msg.human_action, HUMAN, f'{what} human_action')
     return state_from_wire(model, msg.true_propositions, msg.state_features, what)
+
+
+def _content(msg: TeamState) -> tuple:
+    """What a team state says, without its stamp: a state sent again is the same."""
+    return (msg.domain, msg.task_id, msg.step, tuple(msg.true_propositions),
+            tuple(msg.state_features), msg.robot_action, msg.human_action)
+
+
+class TeamStates:
+    """The team states of the latest tasks, by step, as every node that follows the
+    world keeps them (the executor, the task manager, the web panel): one set of rules.
+
+    The world applies one joint step at a time and publishes each state once, in
+    order, from the task's start (a node that joins late hears the world's last 50, from
+    the start of a task of up to 50 steps); a task run again starts from the same state.
+    So a state that does not fit the domain is refused (:func:`state_from_team_state`);
+    the same state again (also with another stamp) changes nothing; another state for a
+    step held is refused (the first is the one acted on); a task's first state must be
+    its start, step 0, and step k is taken only once step k-1 is held. :meth:`restart`
+    forgets a task's later steps when it is run again. Not thread-safe: its owner holds
+    a lock.
+    """
+
+    def __init__(self, model: Domain, kept: int = TASKS_KEPT):
+        self.model = model
+        self.kept = kept
+        self.tasks: dict[str, dict[int, TeamState]] = {}
+        self.current = ''   # the task whose states are never dropped for another's
+
+    def add(self, msg: TeamState) -> bool:
+        """Take ``msg``: True when it is new, False when it is held already;
+        MessageError says why it is refused."""
+        state_from_team_state(self.model, msg)
+        steps = self.tasks.get(msg.task_id)
+        what = f'TeamState of task {shown(msg.task_id)} step {msg.step}'
+        if not steps:
+            if msg.step != 0:
+                raise MessageError(f'{what}: the start of that task (step 0) was not '
+                                   'received (the world publishes every step in order)')
+            steps = self.tasks[msg.task_id] = {}
+            others = [t for t in self.tasks if t not in (msg.task_id, self.current)]
+            while len(self.tasks) > self.kept and others:
+                del self.tasks[others.pop(0)]
+        held = steps.get(msg.step)
+        if held is not None:
+            if _content(held) == _content(msg):
+                return False
+            raise MessageError(f'{what}: it differs from the one received before for that '
+                               'step (kept)')
+        if msg.step > 0 and msg.step - 1 not in steps:
+            raise MessageError(
+                f'{what}: step {msg.step - 1} of that task was not received (the world '
+                f'publishes every step in order; the latest here is {max(steps)})')
+        steps[msg.step] = msg
+        return True
+
+    def steps(self, task_id: str) -> dict[int, TeamState]:
+        """The held states of a task, by step (empty when none)."""
+        return self.tasks.get(task_id, {})
+
+    def latest(self, task_id: str) -> int | None:
+        """The latest step held of a task (None when none)."""
+        steps = self.tasks.get(task_id)
+        return max(steps) if steps else None
+
+    def restart(self, task_id: str) -> None:
+        """The task runs again: its start (step 0) stays, its later steps go."""
+        steps = self.tasks.get(task_id)
+        if steps:
+            start = steps.get(0)
+            steps.clear()
+            if start is not None:
+                steps[0] = start
+
+    def forget(self, task_id: str) -> None:
+        self.tasks.pop(task_id, None)
 
 
 def trajectory_from_msgs(model: Domain, states: Sequence[TeamState],

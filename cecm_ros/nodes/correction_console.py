@@ -25,7 +25,7 @@ from collections import OrderedDict
 from rclpy.node import Node
 from rclpy.task import Future
 
-from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import NOOP
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
@@ -36,6 +36,7 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.nodes.domain_parameters import DomainParameters
+from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 
 QUIT = {'q', 'quit', 'exit'}
@@ -45,7 +46,7 @@ HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
 SETTLED_KEPT = 32
 
 
-class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
+class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):
@@ -94,6 +95,11 @@ class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
     def _on_task(self, msg: TaskRequest) -> None:
         """The run the robot's intents should belong to: a robot that was stopped may go
         on for a moment with the run before, whose steps are not asked here."""
+        try:
+            conv.task_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring task request: {error}')
+            return
         with self._lock:
             if self.run == (msg.task_id, msg.attempt):
                 return   # the latched request again
@@ -113,7 +119,13 @@ class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
     def _on_intent(self, msg: RobotIntent) -> None:
         """A fresh announcement opens its step (again after an interrupted task runs
         again); a repeat says the step's window has closed: it asks nothing, and closes
-        the step if it is the one open."""
+        the step if it is the one open. One the partner refuses (an unknown action, a
+        step no task has) is not asked either."""
+        try:
+            conv.intent_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring intent: {error}')
+            return
         with self._lock:
             run = self.run
             if run is not None and run[0] == msg.task_id and run[1] != msg.attempt:
@@ -185,7 +197,7 @@ class CorrectionConsole(DomainParameters, DeclaredParameters, Node):
             elif text.lower() in WAIT:
                 corrected = NOOP
             else:
-                corrected = conv.canonical_action(self.model, text, ROBOT, 'the answer')
+                corrected = conv.answer_action(self.model, text, 'the answer')
         except conv.MessageError as error:
             self.say(f'  not sent: {error}; {HELP}')
             return

@@ -26,7 +26,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 
 from cecm_ros.action import ExecuteSkill, RunTask
-from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.domain import NOOP
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.partners import ReplanRule
 from cecm_ros.msg import (
@@ -55,7 +55,6 @@ from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.nodes.world_sim import DEFAULT_SKILLS
 from cecm_ros.srv import PlanTask
 
-TASKS_REMEMBERED = 3   # team states are kept for this many recent task ids
 # How long a lost robot/intent listener may take to return (or this node to be told to
 # stop) before the loss is reported, and how often the count is looked at meanwhile.
 LISTENER_GRACE_S = 3.0
@@ -116,7 +115,6 @@ class Executor(CecmNode):
         self.goal_handle: ServerGoalHandle | None = None
         self.running = False   # a RunTask goal is accepted and not finished (under the lock)
         self.listeners_short = False   # fewer than intent_subscribers listen on robot/intent
-        self.states: dict[str, dict[int, TeamState]] = {}
         self.task_id = ''
         self.attempt = 0   # TaskRequest.attempt of the running task
         self.awaiting_step: int | None = None   # step whose correction window is open
@@ -126,6 +124,7 @@ class Executor(CecmNode):
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
         self.model = self.load_model()
+        self.team_states = conv.TeamStates(self.model)
         self.window = self.param('correction_window_s')
         self.max_steps = self.param('max_steps')
         self.idle_limit = self.param('partner_idle_steps')
@@ -173,73 +172,35 @@ class Executor(CecmNode):
 
     # ------------------------------------------------------------------- topics
     def _on_team_state(self, msg: TeamState) -> None:
-        """Keep each step's state. The same message again (a duplicate, or one delivered
-        late) changes nothing; another state for a step already held is refused (the
-        first is what the robot acted on); a new step 0 starts the task over."""
+        """Keep each step's state, by the rules every node keeps them
+        (:class:`~cecm_ros.nodes.conversions.TeamStates`): the first state of a step
+        is the one the robot acts on."""
         try:
-            conv.state_from_team_state(self.model, msg)
+            with self.locked():
+                if not self.team_states.add(msg):
+                    return
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring team_state: {error}')
             return
-        with self.locked():
-            held = self.states.get(msg.task_id, {}).get(msg.step)
-            if held == msg:
-                return
-            if held is not None and msg.step > 0:
-                self.get_logger().warning(
-                    f'ignoring team_state of task {msg.task_id!r} step {msg.step}: it differs '
-                    'from the one received before for that step (kept)')
-                return
-            if msg.step == 0:   # a (re)started task: forget older states of that id
-                self.states.pop(msg.task_id, None)
-            if msg.task_id not in self.states:
-                self.states[msg.task_id] = {}
-                while len(self.states) > TASKS_REMEMBERED:
-                    self.states.pop(next(iter(self.states)))
-            self.states[msg.task_id][msg.step] = msg
         self.notify()
 
     def _on_correction(self, msg: Correction) -> None:
-        """Accept a correction (from anyone) for the step whose window is open."""
+        """Accept a correction (from anyone) for the step whose window is open. What it
+        says is checked first (as the web panel checks it), so that an answer that says
+        nothing is refused for that, whenever it comes."""
         answer = None
+        corrected = intended = problem = ''
+        try:
+            corrected, intended = conv.correction_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            problem = str(error)
         with self.locked():
-            task_id, attempt, step = self.task_id, self.attempt, self.awaiting_step
-            problem = ''
-            if not task_id:
-                problem = 'no task is running'
-            elif msg.task_id != task_id:
-                problem = f'it is for task {msg.task_id!r}, the robot runs {task_id!r}'
-            elif msg.attempt and msg.attempt != attempt:
-                # An answer to an intent of an earlier run of this task (or one typed
-                # for a run not begun): its step numbers belong to that run.
-                problem = (f'it is for attempt {msg.attempt} of task {task_id!r}, the robot '
-                           f'runs attempt {attempt}')
-            elif step is None or msg.step != step:
-                problem = (f'it is for step {msg.step}, but the open correction window is '
-                           f'for step {step}' if step is not None else
-                           f'it is for step {msg.step}, but no correction window is open')
-            else:
-                try:
-                    corrected = conv.canonical_action(self.model, msg.corrected_action, ROBOT,
-                                                      'corrected_action')
-                    intended = (conv.canonical_action(self.model, msg.intended_action,
-                                                      ROBOT, 'intended_action')
-                                if msg.intended_action else '')
-                except conv.MessageError as error:
-                    problem = str(error)
-                else:
-                    if intended and intended != self.intent:
-                        problem = (f'it corrects {intended}, but the robot announced '
-                                   f'{self.intent}')
-                    elif self.correction is not None:
-                        problem = (f'step {step} already has an answer from '
-                                   f'{self.correction.sender or "someone"}')
-                    else:
-                        self.correction = answer = Correction(
-                            header=msg.header, task_id=msg.task_id, attempt=attempt,
-                            step=msg.step,
-                            intended_action=self.intent, corrected_action=corrected,
-                            sender=msg.sender)
+            problem = problem or self._misplaced(msg, intended)
+            if not problem:
+                self.correction = answer = Correction(
+                    header=msg.header, task_id=msg.task_id, attempt=self.attempt,
+                    step=msg.step, intended_action=self.intent, corrected_action=corrected,
+                    sender=msg.sender)
         shown = answer or msg
         self.status_pub.publish(CorrectionStatus(
             header=msg.header, task_id=msg.task_id, attempt=shown.attempt, step=msg.step,
@@ -248,10 +209,36 @@ class Executor(CecmNode):
             accepted=answer is not None, reason=problem))
         if problem:
             self.get_logger().warning(
-                f'ignoring correction from {msg.sender or "an unnamed sender"} '
-                f'({msg.intended_action!r} -> {msg.corrected_action!r}): {problem}')
+                f'ignoring correction from {conv.clipped(msg.sender) or "an unnamed sender"} '
+                f'({conv.shown(msg.intended_action)} -> {conv.shown(msg.corrected_action)}): '
+                f'{problem}')
         else:
             self.notify()
+
+    def _misplaced(self, msg: Correction, intended: str) -> str:
+        """Why a correction is no answer to the open step ('' when it is). Holds the
+        lock."""
+        task_id, attempt, step = self.task_id, self.attempt, self.awaiting_step
+        if not task_id:
+            return 'no task is running'
+        if msg.task_id != task_id:
+            return f'it is for task {msg.task_id!r}, the robot runs {task_id!r}'
+        if msg.attempt and msg.attempt != attempt:
+            # An answer to an intent of an earlier run of this task (or one typed for a
+            # run not begun): its step numbers belong to that run.
+            return (f'it is for attempt {msg.attempt} of task {task_id!r}, the robot runs '
+                    f'attempt {attempt}')
+        if step is None:
+            return f'it is for step {msg.step}, but no correction window is open'
+        if msg.step != step:
+            return (f'it is for step {msg.step}, but the open correction window is for '
+                    f'step {step}')
+        if intended and intended != self.intent:
+            return f'it corrects {intended}, but the robot announced {self.intent}'
+        if self.correction is not None:
+            return (f'step {step} already has an answer from '
+                    f'{self.correction.sender or "someone"}')
+        return ''
 
     # ------------------------------------------------------------------ actions
     def _on_goal(self, goal) -> GoalResponse:
@@ -279,6 +266,9 @@ class Executor(CecmNode):
         with self.locked():
             self.goal_handle = goal_handle
             self.task_id, self.attempt = request.task_id, request.attempt
+            # A task run again starts where it started; its steps come anew.
+            self.team_states.restart(request.task_id)
+            self.team_states.current = request.task_id
         result = RunTask.Result()
         try:
             task = conv.task_from_msg(self.model, request)
@@ -287,7 +277,7 @@ class Executor(CecmNode):
             finish_goal(goal_handle.succeed if result.success else goal_handle.abort)
         except conv.MessageError as error:
             result.message = str(error)
-            self.get_logger().error(f'task {request.task_id!r} refused: {error}')
+            self.get_logger().warning(f'task {request.task_id!r} refused: {error}')
             finish_goal(goal_handle.abort)
         except TaskAbortedError as error:
             result.message, result.retry = str(error), error.retry
@@ -522,7 +512,7 @@ class Executor(CecmNode):
 
     def _wait_state(self, task_id: str, step: int) -> TeamState:
         def arrived() -> bool:
-            return step in self.states.get(task_id, {}) or self._cancel_requested()
+            return step in self.team_states.steps(task_id) or self._cancel_requested()
 
         if not self.wait_until(arrived, self.param('state_timeout_s')):
             where = ('is the world reset for this task?' if step == 0
@@ -531,7 +521,7 @@ class Executor(CecmNode):
                               f'{self.param("state_timeout_s"):g} s ({where})')
         self._check_cancel()
         with self.locked():
-            return self.states[task_id][step]
+            return self.team_states.steps(task_id)[step]
 
     def _check_cancel(self) -> None:
         if self._cancel_requested():

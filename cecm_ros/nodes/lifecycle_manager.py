@@ -45,6 +45,7 @@ from rclpy.task import Future
 
 from cecm_ros.msg import GraphStatus, NodeStatus
 from cecm_ros.nodes.common import QOS_LATCHED, leave, ros_name
+from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.srv import ManageNodes
 
@@ -96,7 +97,7 @@ class _Tracked:
     gave_up: bool = False          # bring_up_attempts used up: left as it is
 
 
-class LifecycleManager(DeclaredParameters, Node):
+class LifecycleManager(BoundedLogging, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'the nodes are not started until this is fixed'
 
     def __init__(self, stop: threading.Event, **kwargs):

@@ -26,6 +26,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 
 from cecm_ros.nodes.common import run_node
+from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.tools.recording import McapSink, RecordingError, output_file
 
@@ -77,7 +78,7 @@ def _absolute(pattern: str) -> str:
     return pattern if pattern.startswith(('/', '*')) else '/' + pattern
 
 
-class SessionRecorder(DeclaredParameters, Node):
+class SessionRecorder(BoundedLogging, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):

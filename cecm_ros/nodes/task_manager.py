@@ -202,7 +202,6 @@ class TaskManager(CecmNode):
                      high=600.0)
         self.running = False
         self.belief: CapabilityBelief | None = None
-        self.states: dict[int, TeamState] = {}
         self.state_task = ''
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
@@ -222,6 +221,7 @@ class TaskManager(CecmNode):
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
         self.model = self.load_model()
+        self.team_states = conv.TeamStates(self.model, kept=1)
         self.partner = self.param('partner')
         self.truth = self.model.catalog.resolve(self.partner)
         self.partner_id = self.param('partner_id')
@@ -330,29 +330,17 @@ class TaskManager(CecmNode):
         self.notify()
 
     def _on_team_state(self, msg: TeamState) -> None:
-        """Record the running task's states, as the executor keeps them: a duplicate
-        changes nothing, another state for a step already recorded is refused, a new
-        step 0 starts the recording over."""
-        with self.locked():
-            if msg.task_id != self.state_task:
-                return
-            held = self.states.get(msg.step)
-        if held == msg:
-            return
+        """Record the running task's states by the rules the executor keeps them by
+        (:class:`~cecm_ros.nodes.conversions.TeamStates`). Its record starts at its own
+        reset of the world: a step 0 sent again, even with a new stamp, starts nothing
+        over."""
         try:
-            conv.state_from_team_state(self.model, msg)
-            if held is not None and msg.step > 0:
-                raise conv.MessageError(f'step {msg.step} differs from the one recorded '
-                                        'before (kept)')
+            with self.locked():
+                if msg.task_id != self.state_task or not self.team_states.add(msg):
+                    return
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring team_state: {error}')
             return
-        with self.locked():
-            if msg.task_id != self.state_task:
-                return
-            if msg.step == 0:
-                self.states.clear()
-            self.states[msg.step] = msg
         self.notify()
 
     def _plan_is_valid(self, msg: JointPlan, topic: str) -> bool:
@@ -600,8 +588,8 @@ class TaskManager(CecmNode):
     @_port
     def reset_world(self, label: str, task: Task, attempt: int) -> None:
         with self.locked():   # the task's team states and plans are recorded from now on
-            self.state_task = task.task_id
-            self.states.clear()
+            self.state_task = self.team_states.current = task.task_id
+            self.team_states.forget(task.task_id)
             self.robot_plans.pop(task.task_id, None)
             self.human_plans.pop(task.task_id, None)
         request = conv.task_msg(task, self.partner_id, attempt, self.model.name)
@@ -697,12 +685,15 @@ class TaskManager(CecmNode):
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
         last = len(outcome.trajectory) - 1
-        complete = self.wait_until(lambda: all(s in self.states for s in range(last + 1)),
-                                   self.param('message_timeout_s'))
+        steps = range(last + 1)
+        complete = self.wait_until(
+            lambda: all(s in self.team_states.steps(task_id) for s in steps),
+            self.param('message_timeout_s'))
         with self.locked():
+            held = self.team_states.steps(task_id)
             if complete:
-                return [self.states[s] for s in range(last + 1)]
-            missing = [s for s in range(last + 1) if s not in self.states]
+                return [held[s] for s in steps]
+            missing = [s for s in steps if s not in held]
         self.get_logger().warning(f'{label}: team_state of steps {missing} not received; '
                                   "using the executor's trajectory")
         return list(outcome.trajectory)

@@ -115,6 +115,27 @@ TOPICS = (
 )
 
 
+def relay_checks(model) -> dict[str, Callable]:
+    """What a relayed message must pass, by topic key: the checks of the nodes that take
+    it (conversions; the team states are kept by conversions.TeamStates). A belief is
+    also refused when it is older than the last one taken, as the planner refuses it."""
+    held: list[CapabilityBelief] = []
+
+    def belief(msg: CapabilityBelief) -> None:
+        conv.estimate_from_belief_msg(model.catalog, msg)
+        if held and conv.stamped_before(msg, held[-1]):
+            raise conv.MessageError(f'belief after {msg.tasks_seen} tasks: it is older than '
+                                    'the one shown (out of order)')
+        held[:] = [msg]
+
+    return {'task': partial(conv.task_from_msg, model),
+            'intent': partial(conv.intent_from_msg, model),
+            'step_result': partial(conv.step_result_action, model),
+            'belief': belief,
+            'robot_plan': partial(conv.plan_from_msg, model),
+            'partner_plan': partial(conv.plan_from_msg, model)}
+
+
 class WebPanel(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('web_panel', **kwargs)
@@ -196,6 +217,8 @@ class WebPanel(CecmNode):
         play = self.param('play')
         session = SessionState(model=model, sender=self.param('sender'),
                                state_of=partial(conv.state_from_team_state, model),
+                               team_states=conv.TeamStates(model),
+                               checks=relay_checks(model),
                                window_s=window if window > 0 else None, play=play,
                                task_of=partial(conv.task_from_msg, model),
                                key_order=tuple(view_layout.get('key_order', ())))
@@ -313,7 +336,10 @@ class WebPanel(CecmNode):
             body = dumps(message_to_json(msg))
             render = self._render_body(msg) if key == 'team_state' else None
             relay = self.relay
-            relay.received(key, msg, body, render)
+            problem = relay.received(key, msg, body, render)
+            if problem:
+                self.get_logger().warning(f'ignoring {self.param(f"{key}_topic")}: {problem}')
+                return
             if key == 'intent' and relay.session.window_s is None:
                 self._ask_window()
             if key == 'intent' and msg.repeated:
@@ -344,6 +370,13 @@ class WebPanel(CecmNode):
 
     # -------------------------------------------------------------- clients -> ROS
     # (the server's RosSide: called on its loop's thread)
+    def check_correction(self, msg: Correction) -> None:
+        """The executor's own check of what an answer says (conversions)."""
+        try:
+            conv.correction_from_msg(self.model, msg)
+        except conv.MessageError as error:
+            raise BridgeError(str(error)) from None
+
     def publish_correction(self, msg: Correction) -> None:
         """Publish a client's correction as this panel's, with a unique stamp.
 

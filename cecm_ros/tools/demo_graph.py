@@ -43,7 +43,7 @@ from ament_index_python.packages import (
 
 from cecm_ros.domains import load_domain
 from cecm_ros.tools.options import task_choice_text
-from cecm_ros.tools.process_graph import ProcessGraph
+from cecm_ros.tools.process_graph import ProcessGraph, open_private, private_folder
 from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
 PACKAGE = 'cecm_ros'
@@ -149,8 +149,9 @@ def write_params(base: Path, args, out: Path,
                 section, option = key.split('.')
                 entry.setdefault(section, {})[option] = str(Path(value).resolve())
     path = out / 'params.yaml'
-    path.write_text('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
-                    + yaml.safe_dump(params, sort_keys=False))
+    with open_private(path, 'w') as written:   # it holds the panel's access token
+        written.write('# Written by `cecm demo` from the installed config/tidyup_sim.yaml.\n'
+                      + yaml.safe_dump(params, sort_keys=False))
     return path
 
 
@@ -226,6 +227,15 @@ def demo_environment() -> dict[str, str]:
     env.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', OUTPUT_FORMAT)
     env['PYTHONUNBUFFERED'] = '1'
     return env
+
+
+def private_ros_logs(env: dict[str, str], out: Path) -> dict[str, str]:
+    """``env`` with ROS_LOG_DIR in ``out``, a folder only this user can enter (unless the
+    caller set one): ROS writes every node's log lines there, the panel's URL with its
+    access token too."""
+    if env.get('ROS_LOG_DIR'):
+        return env
+    return {**env, 'ROS_LOG_DIR': str(private_folder(out / 'logs' / 'ros'))}
 
 
 def time_budget(args) -> float:
@@ -328,6 +338,7 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
                    record: Path | None = None) -> int:
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
+    env = private_ros_logs(env, out)
     recorder = None
     graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
     nodes = graph_nodes(args)
@@ -362,7 +373,8 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
     return code
 
 
-def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) -> int:
+def launch_command(args, params: Path, out: Path, record: Path | None = None) -> list[str]:
+    """The ``ros2 launch`` command of the demo's graph."""
     spec = args.capabilities or args.partner
     command = ['ros2', 'launch', PACKAGE, 'tidyup_sim.launch.py', f'params_file:={params}',
                f'partner:={spec}', f'num_tasks:={args.tasks}', f'seed:={args.seed}',
@@ -376,13 +388,19 @@ def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) 
                     f'web_port:={args.web_port}']
         if playing(args):
             command.append('play:=true')
-        if args.web_token:   # (ros2 launch refuses an empty argument value)
-            command.append(f'web_token:={args.web_token}')
-        elif args.web_token == '':
+        # The token is in params_file (readable by this user only), not on a command
+        # line every user of the machine can read.
+        if args.web_token == '':
             command.append('web_allow_without_token:=true')
     if record:
         command += ['record:=true', f'record_path:={record}']
+    return command
+
+
+def _run_launch(args, env, params: Path, out: Path, record: Path | None = None) -> int:
+    command = launch_command(args, params, out, record)
     log_dir = out / 'logs'
+    env = private_ros_logs(env, out)
     graph = ProcessGraph(env, log_dir)
     _say(f'running: {" ".join(command)} (ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]})')
     try:

@@ -10,6 +10,7 @@ parent, which stops the graph in order.
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import subprocess
@@ -21,8 +22,26 @@ from pathlib import Path
 from cecm_ros.tools.ros_domain_ids import remove_stale_shared_memory
 
 
+def open_private(path: Path, mode: str = 'a', **kwargs):
+    """``path`` opened for writing (``mode`` 'a' or 'w', as ``open`` takes it), readable
+    by this user only (0600, also a file that was there before): a node's log and the
+    parameters may hold the web panel's access token."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if 'a' in mode else os.O_TRUNC)
+    descriptor = os.open(path, flags, 0o600)
+    os.fchmod(descriptor, 0o600)
+    return os.fdopen(descriptor, mode, **kwargs)
+
+
+def private_folder(path: Path) -> Path:
+    """``path`` as a folder only this user can enter (0700, also one that was there)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
 class ProcessGraph:
-    """Named processes, each logging into ``log_dir/<name>.log`` (all lives appended)."""
+    """Named processes, each logging into ``log_dir/<name>.log`` (all lives appended;
+    readable by this user only)."""
 
     def __init__(self, env: dict[str, str], log_dir: Path, respawn: bool = False,
                  respawn_delay_s: float = 1.0,
@@ -78,7 +97,7 @@ class ProcessGraph:
         if log is None:
             path = self.log_dir / f'{name}.log'   # a name with '/' gets a subfolder
             path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(path, 'a', buffering=1)  # closed in stop()
+            log = open_private(path, 'a', buffering=1)  # closed in stop()
             self._logs[name] = log
         process = subprocess.Popen(
             command, env=self.env, stdin=subprocess.DEVNULL,

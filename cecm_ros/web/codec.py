@@ -21,6 +21,8 @@ from typing import Any
 SESSION_TYPE = 'cecm_ros_web/Session'    # the panel's own topic; not a ROS message
 RENDER_TYPE = 'cecm_ros_web/Render'      # the other one: a team state's drawing data
 MAX_STRING = 512                         # longest string accepted in a client message
+# Deepest nesting of a client's JSON: a correction's header.stamp is 3 levels deep.
+MAX_DEPTH = 16
 
 
 class BridgeError(ValueError):
@@ -107,6 +109,39 @@ def publish_frame(topic: str, body: str) -> str:
 
 
 # ------------------------------------------------------------------------- incoming
+def client_json(text: str) -> Any:
+    """A client's JSON text, parsed; BridgeError when it is no JSON or is nested deeper
+    than MAX_DEPTH (JSON 8,000 levels deep stops the parser itself: RecursionError)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise BridgeError(f'JSON nested more than {MAX_DEPTH} levels deep') from None
+    except ValueError as error:
+        raise BridgeError(f'not JSON: {error}') from None
+    level = [(data, 1)]
+    while level:   # (not recursive: depth is what is checked)
+        value, depth = level.pop()
+        if depth > MAX_DEPTH:
+            raise BridgeError(f'JSON nested more than {MAX_DEPTH} levels deep')
+        items = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, list) else ()
+        level.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return data
+
+
+def _text(value: str, where: str) -> str:
+    """A client's string that a ROS string can carry as it is."""
+    if '\x00' in value:
+        raise BridgeError(f'{where} holds a NUL character, which a ROS string cannot carry '
+                          '(it would end the text there)')
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError as error:
+        raise BridgeError(f'{where} holds a lone surrogate ({value[error.start]!r}), which '
+                          'is no text') from None
+    return value
+
+
 _INTEGERS = {'int8': (-2**7, 2**7 - 1), 'uint8': (0, 2**8 - 1), 'int16': (-2**15, 2**15 - 1),
              'uint16': (0, 2**16 - 1), 'int32': (-2**31, 2**31 - 1), 'uint32': (0, 2**32 - 1),
              'int64': (-2**63, 2**63 - 1), 'uint64': (0, 2**64 - 1), 'octet': (0, 255),
@@ -148,7 +183,7 @@ def _from_json(kind: str, value: Any, where: str) -> Any:
         if len(value) > min(limit, MAX_STRING):
             raise BridgeError(f'{where} is {len(value)} characters long, at most '
                               f'{min(limit, MAX_STRING)} allowed')
-        return value
+        return _text(value, where)
     if kind == 'boolean':
         if not isinstance(value, bool):
             raise BridgeError(f'{where} must be true or false, got {json_kind(value)}')

@@ -21,7 +21,7 @@ import asyncio
 import hmac
 import html
 import ipaddress
-import json
+import logging
 import threading
 import time
 from collections import deque
@@ -32,11 +32,13 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from aiohttp import WSMsgType, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from cecm_ros.web.codec import (
     RENDER_TYPE,
     SESSION_TYPE,
     BridgeError,
+    client_json,
     dumps,
     json_kind,
     message_from_json,
@@ -45,9 +47,18 @@ from cecm_ros.web.codec import (
     same_type,
     type_name,
 )
-from cecm_ros.web.session_state import ChoiceRefusedError, SessionState
+from cecm_ros.web.session_state import ChoiceRefusedError, RefusedMessageError, SessionState
 
 VERDICT_TIMEOUT_S = 5.0                  # wait for the executor's CorrectionStatus
+# Corrections of all clients awaiting the executor's verdict: well below the depth (20)
+# of the queues of robot/correction and robot/correction_status, so that none is lost
+# in a flood; one more is refused with the reason, for the client to send again.
+MAX_PENDING = 8
+# Warnings about clients' mistakes: this many at once, then one every few seconds (the
+# others are counted in the next), so that no client can fill the log.
+WARNINGS_BURST = 10
+WARNINGS_PER_S = 0.2
+REASON_CHARS = 300                       # of a malformed request's reason, in a warning
 CLIENT_QUEUE = 2000                      # messages queued for a slow client, then it is dropped
 WS_HARD_LIMIT = 1 << 20                  # frames above this close the connection (aiohttp)
 # Relayed topics (by the node's key) cleared when a new task starts, so that a replay
@@ -89,6 +100,71 @@ def local_host_header(host: str) -> bool:
     return True
 
 
+class ClientWarnings:
+    """Warnings about clients' mistakes (a refused message, a malformed request), each
+    naming the client and the reason: at most WARNINGS_BURST at once, then one every
+    1 / WARNINGS_PER_S seconds, the ones left out counted in the next. A client's
+    mistake is answered to it and is no error of the panel's. Used on the loop only."""
+
+    def __init__(self, log: Callable[[], Any]):
+        self.log = log
+        self.tokens = float(WARNINGS_BURST)
+        self.last = time.monotonic()
+        self.left_out = 0
+
+    def warn(self, who: str, reason: str) -> None:
+        now = time.monotonic()
+        self.tokens = min(WARNINGS_BURST, self.tokens + (now - self.last) * WARNINGS_PER_S)
+        self.last = now
+        if self.tokens < 1:
+            self.left_out += 1
+            return
+        self.tokens -= 1
+        more = f' ({self.left_out} more since, not logged)' if self.left_out else ''
+        self.left_out = 0
+        self.log().warning(f'{who}: {reason}{more}')
+
+    def flush(self) -> None:
+        """Say how many were left out since the last one (a client leaves)."""
+        if self.left_out:
+            self.log().warning(f'{self.left_out} more mistakes of clients since the last '
+                               'warning, not logged (rate limit)')
+            self.left_out = 0
+
+
+class RequestLog(logging.Logger):
+    """aiohttp's log of the panel's connections (its ``logger``). A request it cannot
+    parse (a line or header too long, a duplicate Host, Content-Length with
+    Transfer-Encoding: HttpProcessingError) is the client's mistake, answered with a
+    400: a warning naming the client, never a traceback. Anything else goes to the
+    node's log as an error in one line."""
+
+    def __init__(self, warnings: ClientWarnings, log: Callable[[], Any]):
+        super().__init__('cecm_ros.web_panel.http')
+        self.warnings = warnings
+        self.node_log = log
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True,
+                  **kwargs: Any) -> None:
+        error = exc_info if isinstance(exc_info, BaseException) else None
+        if isinstance(error, HttpProcessingError):
+            # aiohttp: ("Error handling request from %s", request.remote)
+            who = f'HTTP client {args[0] if args else "unknown"}'
+            reason = ' '.join(str(error.message).split())
+            if len(reason) > REASON_CHARS:
+                reason = reason[:REASON_CHARS] + '...'
+            self.warnings.warn(who, f'refused a malformed request ({error.code}): {reason}')
+            return
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = ' '.join(str(part) for part in (msg, *args))
+        self.node_log().error(f'web server: {text}' + (f': {error!r}' if error else ''))
+
+    def debug(self, msg: object, *args: object, **kwargs: Any) -> None:
+        """aiohttp's notes (a client gone early): nothing to log."""
+
+
 # ------------------------------------------------------------ what the node gives
 @dataclass(frozen=True)
 class ServerSettings:
@@ -109,6 +185,10 @@ class RosSide(Protocol):
     """What the server asks of the node: the calls that need ROS."""
 
     def get_logger(self) -> Any: ...
+
+    def check_correction(self, msg: Any) -> None:
+        """Check a client's correction as the executor does what does not depend on the
+        open step (the one validation of an answer); BridgeError says what is wrong."""
 
     def publish_correction(self, msg: Any) -> None:
         """Publish a client's correction (the node sets its stamp and sender)."""
@@ -208,12 +288,20 @@ class Relay:
                 server.deliver(self.session_topic, self.cache.bump(), None)
         return msg.action
 
-    def received(self, key: str, msg: Any, body: str, render: str | None) -> None:
+    def received(self, key: str, msg: Any, body: str, render: str | None) -> str:
         """A message of the relayed topic ``key`` (its JSON ``body``; for a team state
-        its drawing data ``render``): cached, observed, sent to the subscribers."""
+        its drawing data ``render``): checked, cached, observed, sent to the
+        subscribers. A message that does not fit is none of these: the reason is
+        returned, for the node to warn ('' when it was taken)."""
         topic = self.topic_names[key]
         server = self.server
         with self.lock:   # handed to the loop in sequence order
+            try:
+                if not self.session.admit(key, msg):
+                    return ''   # a team state held already: nothing new
+            except RefusedMessageError as refused:
+                return str(refused)
+            task = self.session.task
             if key == 'task' and msg.task_id != self.session.task_id:
                 for per_task in PER_TASK:
                     self.cache.clear(self.topic_names[per_task])
@@ -221,7 +309,10 @@ class Relay:
                 self.cache.clear(topic)
             seq = self.cache.add(topic, body)
             drawn = None if render is None else self.cache.add(self.render_topic, render)
-            changed = self.session.observe(key, msg)
+            changed = self.session.update(key, msg)
+            if key == 'task' and task is not None and msg.task_id == task.task_id and \
+                    msg.attempt != task.attempt:
+                self._replay_from_start(msg.task_id)
             if server is not None:
                 server.deliver(topic, seq, body)
                 if drawn is not None:
@@ -230,6 +321,16 @@ class Relay:
                     server.deliver(self.session_topic, self.cache.bump(), None)
                 if key == 'correction_status' and msg.sender == self.session.sender:
                     server.verdict(msg)
+        return ''
+
+    def _replay_from_start(self, task_id: str) -> None:
+        """A task run again: a new client gets its team states from its start (held),
+        not the run before."""
+        topic = self.topic_names['team_state']
+        self.cache.clear(topic)
+        start = self.session.states_of(task_id).get(0)
+        if start is not None:
+            self.cache.add(topic, dumps(message_to_json(start)))
 
     def set_window(self, window_s: float) -> None:
         """The executor's correction window, once read: the countdown starts showing."""
@@ -305,9 +406,12 @@ class Client:
         return True
 
     async def write(self) -> None:
-        while True:
-            text = await self.queue.get()
-            await self.ws.send_str(text)
+        try:
+            while True:
+                text = await self.queue.get()
+                await self.ws.send_str(text)
+        except ConnectionError:
+            return   # the client went away; its connection's handler ends it
 
 
 @dataclass
@@ -337,6 +441,7 @@ class PanelServer:
         self.pending: dict[tuple, Pending] = {}
         self._started = threading.Event()
         self._error: BaseException | None = None
+        self.warnings = ClientWarnings(ros.get_logger)
 
     # ------------------------------------------------------------- start and stop
     def start(self, timeout_s: float = 10.0) -> int:
@@ -377,8 +482,9 @@ class PanelServer:
         app.router.add_get('/api/layout', self._layout)
         app.router.add_get('/ws', self._websocket)
         app.router.add_get('/static/{name}', self._static)
-        runner = self.runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                             shutdown_timeout=1.0)
+        runner = self.runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=1.0,
+            logger=RequestLog(self.warnings, self.ros.get_logger))
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
         await site.start()
@@ -538,33 +644,35 @@ class PanelServer:
             writer.cancel()
             for key in [k for k, p in self.pending.items() if p.client is client]:
                 self.pending.pop(key).timer.cancel()
+            self.warnings.flush()
             self.ros.get_logger().info(
                 f'{client.name} disconnected ({len(self.clients)} left)')
         return ws
 
     def _receive(self, client: Client, text: str) -> None:
-        """One client message: checked, answered; nothing a client sends ends the node."""
+        """One client message: checked, answered; nothing a client sends ends the node,
+        and a client's mistake is answered to it and warned about (ClientWarnings)."""
         op_id = None
+        allowed = client.allow()
         try:
-            if not client.allow():
-                raise BridgeError(f'too many messages (at most {self.settings.rate:g} a '
-                                  'second); this one was dropped')
             size = len(text.encode())
             if size > self.settings.max_bytes:
                 raise BridgeError(f'message of {size} bytes exceeds the limit of '
                                   f'{self.settings.max_bytes} bytes (max_message_bytes)')
-            try:
-                data = json.loads(text)
-            except ValueError as error:
-                raise BridgeError(f'not JSON: {error}') from None
+            data = client_json(text)
             if not isinstance(data, dict):
                 raise BridgeError(f'a message must be a JSON object, got {json_kind(data)}')
             op_id = data.get('id')
             if op_id is not None and not isinstance(op_id, str | int):
                 op_id = None
                 raise BridgeError('"id" must be a string or a number')
+            if not allowed:   # (answered with its id, so that a client knows which)
+                raise BridgeError(f'too many messages (at most {self.settings.rate:g} a '
+                                  'second); this one was dropped')
             op = data.get('op')
-            handlers: dict[Any, Callable[[Client, dict], None]] = {
+            if not isinstance(op, str):
+                raise BridgeError(f'"op" must be a string, got {json_kind(op)}')
+            handlers: dict[str, Callable[[Client, dict], None]] = {
                 'subscribe': self._subscribe, 'unsubscribe': self._unsubscribe,
                 'advertise': self._advertise, 'unadvertise': self._unadvertise,
                 'publish': self._publish, 'call_service': self._call_service,
@@ -576,6 +684,7 @@ class PanelServer:
                                   'call_service')
             handler(client, data)
         except BridgeError as error:
+            self.warnings.warn(client.name, f'refused its message: {error}')
             self._status(client, 'error', str(error), op_id)
         except Exception as error:  # noqa: BLE001 - one bad message must not end anything
             self.ros.get_logger().error(f'{client.name}: {error!r}')
@@ -653,8 +762,11 @@ class PanelServer:
         msg = message_from_json(self.relay.correction_type, data['msg'], 'msg')
         if not msg.task_id:
             raise BridgeError('msg.task_id must name the task')
-        if not msg.corrected_action.strip():
-            raise BridgeError('msg.corrected_action must name an action (noop = wait)')
+        self.ros.check_correction(msg)
+        if len(self.pending) >= MAX_PENDING:
+            raise BridgeError(f'{len(self.pending)} corrections await the executor\'s verdict '
+                              f'(at most {MAX_PENDING} at a time); this one was not sent: '
+                              'send it again once they are answered')
         self.ros.publish_correction(msg)
         key = (msg.task_id, msg.step, msg.header.stamp.sec, msg.header.stamp.nanosec)
         timer = asyncio.get_running_loop().call_later(VERDICT_TIMEOUT_S, self._no_verdict,

@@ -8,7 +8,11 @@ robot actions apply needs the domain), so the panel does, and publishes the resu
 that the rules can be tested by feeding messages to :meth:`SessionState.observe` and
 reading :meth:`SessionState.to_json`, and so that the node stays a translation.
 Messages are read by their fields only; a team state becomes a domain state through
-``state_of``, which the node gives (the graph's own conversion).
+``state_of``, which the node gives (the graph's own conversion). What the graph's nodes
+refuse, the panel refuses too, with their checks, which the node also gives: the team
+states are kept by the executor's rules (``team_states``), the other relayed messages
+pass ``checks``; a message that does not fit is neither shown nor relayed
+(:meth:`SessionState.admit` says why).
 
 In play mode (``play``) a person plays the partner: the session also says which of the
 partner's own actions apply at the world's current step (each on a key), whether the
@@ -40,6 +44,11 @@ CHOICES_KEPT = 200                   # the person's choices remembered, by run a
 
 class ChoiceRefusedError(ValueError):
     """A partner choice that is not taken; the text says why (sent back to the client)."""
+
+
+class RefusedMessageError(ValueError):
+    """A relayed message that does not fit (the text says why, as the graph's nodes say
+    it): the panel ignores it."""
 
 
 def action_schema(action: str) -> str:
@@ -111,9 +120,14 @@ class SessionState:
     model: Any                           # the domain (its applicable_actions)
     sender: str                          # the panel's own corrections are this sender's
     state_of: Callable[[Any], Hashable]  # a TeamState -> the domain's state (or CecmError)
+    # The team states by task and step, by the rules the executor keeps them by (the
+    # node's conversions.TeamStates: add, steps, latest, restart, current).
+    team_states: Any
+    # Per relayed topic (the node's key), the check a message must pass (raises a
+    # ValueError saying why): the graph's own conversions.
+    checks: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     window_s: float | None = None
     task: Any = None                     # the latest TaskRequest
-    states: dict[str, dict[int, Any]] = field(default_factory=dict)   # TeamStates
     open: OpenStep | None = None
     closed: set = field(default_factory=set)
     plan_offsets: dict[str, int] = field(default_factory=dict)
@@ -121,6 +135,9 @@ class SessionState:
     # The latest intent of each run not (yet) requested, with the time it arrived: the
     # executor may announce a new run's first step before its TaskRequest reaches us.
     held: dict[tuple[str, int], tuple[Any, float]] = field(default_factory=dict)
+    # An intent of the requested run for a step beyond the world's next (its state not
+    # here yet), with the time it arrived.
+    ahead: tuple[Any, float] | None = None
     _choices: dict = field(default_factory=dict)
     # Play mode: a person plays the partner (the page offers the partner's own actions).
     play: bool = False
@@ -136,18 +153,50 @@ class SessionState:
     def task_id(self) -> str:
         return self.task.task_id if self.task is not None else ''
 
+    def states_of(self, task_id: str) -> dict[int, Any]:
+        """The team states held of a task, by step."""
+        return self.team_states.steps(task_id)
+
     def observe(self, key: str, msg: Any) -> bool:
         """Update from one message of the relayed topic ``key`` (the node's parameter
-        prefix: ``task``, ``intent``, ...); whether the derived session changed."""
+        prefix: ``task``, ``intent``, ...); whether the derived session changed.
+        RefusedMessageError for a message that does not fit (:meth:`admit`)."""
+        return self.admit(key, msg) and self.update(key, msg)
+
+    def admit(self, key: str, msg: Any) -> bool:
+        """Check a relayed message as the graph's nodes do: False for a team state held
+        already (nothing new), RefusedMessageError saying why for one that does not
+        fit; a team state taken is recorded. (An intent ahead of the team states heard
+        is no mistake: their topic may be slower; :meth:`update` keeps it until they
+        come.)"""
+        try:
+            if key == 'team_state':
+                return bool(self.team_states.add(msg))
+            check = self.checks.get(key)
+            if check is not None:
+                check(msg)
+        except ValueError as error:   # the conversions' MessageError
+            raise RefusedMessageError(str(error)) from None
+        return True
+
+    def update(self, key: str, msg: Any) -> bool:
+        """Update from a message :meth:`admit` took; whether the derived session
+        changed."""
         if key == 'task':
             # A task run again (after an interruption) comes with a new attempt: its
             # steps are new questions.
             changed = self.task is None or (msg.task_id, msg.attempt) != \
                 (self.task.task_id, self.task.attempt)
+            if changed and self.task is not None and msg.task_id == self.task.task_id:
+                # Run again from its start: its later steps come anew.
+                self.team_states.restart(msg.task_id)
+                self._explained = {k: v for k, v in self._explained.items()
+                                   if k[0] != msg.task_id}
             self.task = msg
+            self.team_states.current = msg.task_id
             if changed:
                 self.closed.clear()
-                self.open = None
+                self.open = self.ahead = None
                 # Other runs of this task are over; its own early intent is its question.
                 early = self.held.pop((msg.task_id, msg.attempt), None)
                 self.held = {run: value for run, value in self.held.items()
@@ -157,14 +206,14 @@ class SessionState:
             return True
         if key == 'team_state':
             if msg.step == 0:
-                self.states.pop(msg.task_id, None)
-            self.states.setdefault(msg.task_id, {})[msg.step] = msg
-            while len(self.states) > 3:
-                self.states.pop(next(iter(self.states)))
-            if msg.step == 0:
-                # A run begun again: its steps are explained anew (and forgotten tasks go).
+                # A task begun: its steps are explained anew (and forgotten tasks go).
                 self._explained = {k: v for k, v in self._explained.items()
-                                   if k[0] != msg.task_id and k[0] in self.states}
+                                   if k[0] != msg.task_id and k[0] in self.team_states.tasks}
+            ahead = self.ahead
+            if ahead is not None and ahead[0].task_id == msg.task_id and \
+                    ahead[0].step <= msg.step + 1:
+                self.ahead = None
+                self._observe_intent(*ahead)
             return True
         if key == 'intent':
             return self._observe_intent(msg, time.monotonic())
@@ -175,7 +224,7 @@ class SessionState:
             return True
         if key == 'robot_plan':
             done = [s for (t, s) in self.closed if t == msg.task_id]
-            latest = max(self.states.get(msg.task_id, {0: None}))
+            latest = self.team_states.latest(msg.task_id) or 0
             self.plan_offsets[msg.task_id] = max([latest, *(s + 1 for s in done)])
             return True
         if key == 'partner_plan':
@@ -213,6 +262,14 @@ class SessionState:
                 while len(self.held) > 8:
                     self.held.pop(next(iter(self.held)))
             return False
+        latest = self.team_states.latest(msg.task_id)
+        if msg.step > (-1 if latest is None else latest) + 1:
+            # The executor announces step t+1 once it has the world's state t; that
+            # state (and the task's start), on another topic, may still be on its way
+            # here. Asked once it comes; an intent that the next one opened overtakes
+            # was no question.
+            self.ahead = (msg, received)
+            return False
         current = self.open
         known = current is not None and \
             (current.task_id, current.attempt, current.step, current.intended) == \
@@ -226,6 +283,7 @@ class SessionState:
             return True
         self.open = OpenStep(msg.task_id, msg.attempt, msg.step, msg.action, received,
                              window_closed=msg.repeated)
+        self.ahead = None
         return True
 
     def current_open(self) -> OpenStep | None:
@@ -238,7 +296,7 @@ class SessionState:
 
     def choices(self, current: OpenStep) -> tuple[list[str], str]:
         """``noop`` and the robot's actions that apply in the open step's state."""
-        states = self.states.get(current.task_id, {})
+        states = self.states_of(current.task_id)
         state = states.get(current.step) or (states[max(states)] if states else None)
         if state is None:
             return [NOOP], 'no team_state of this task yet'
@@ -275,8 +333,7 @@ class SessionState:
                          'actions_problem': problem, 'remaining_s': remaining,
                          'answer': current.answer, 'partner_plan_expects': expects,
                          'window_closed': current.window_closed}
-        states = self.states.get(self.task_id, {})
-        return {'task_id': self.task_id, 'step': max(states) if states else None,
+        return {'task_id': self.task_id, 'step': self.team_states.latest(self.task_id),
                 'open': open_step, 'plan_offset': self.plan_offsets.get(self.task_id, 0),
                 'correction_window_s': window, 'sender': self.sender,
                 'play': self.play_json() if self.play else None}
@@ -288,7 +345,7 @@ class SessionState:
         task = self.task
         if task is None:
             return None, [], 'no task yet'
-        states = self.states.get(task.task_id, {})
+        states = self.states_of(task.task_id)
         if not states:
             return None, [], 'no team_state of this task yet'
         latest = max(states)
@@ -330,7 +387,7 @@ class SessionState:
     def history(self, task_id: str) -> list[dict]:
         """What happened at each step of the task so far, both actions and their
         outcomes (``done``, ``waited``, ``failed`` with the reason, or ``unknown``)."""
-        states = self.states.get(task_id, {})
+        states = self.states_of(task_id)
         rows = []
         for step in sorted(states):
             after = states.get(step + 1)

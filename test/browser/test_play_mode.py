@@ -48,10 +48,12 @@ from cecm_ros.domains import load_domain  # noqa: E402
 from cecm_ros.msg import CorrectionStatus, PartnerChoice, TaskRequest, TeamState  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_TEAM_STATE  # noqa: E402
 from cecm_ros.nodes.conversions import (  # noqa: E402
+    TeamStates,
     state_from_team_state,
     task_from_msg,
     team_state_msg,
 )
+from cecm_ros.nodes.web_panel import relay_checks  # noqa: E402
 from cecm_ros.web.session_state import (  # noqa: E402
     ChoiceRefusedError,
     SessionState,
@@ -88,6 +90,7 @@ def _play_session(model):
     """The panel's session in play mode, as the node makes it."""
     return SessionState(model=model, sender=SENDER,
                         state_of=functools.partial(state_from_team_state, model),
+                        team_states=TeamStates(model), checks=relay_checks(model),
                         window_s=10.0, play=True,
                         task_of=functools.partial(task_from_msg, model))
 

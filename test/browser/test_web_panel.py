@@ -26,6 +26,7 @@ CI=true, where they fail.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import json
 import math
@@ -72,8 +73,10 @@ from cecm_ros.msg import (  # noqa: E402
     TaskRequest,
     TeamState,
 )
+from cecm_ros.nodes import conversions as conv  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_HISTORY, QOS_LATCHED  # noqa: E402
-from cecm_ros.nodes.conversions import state_from_team_state  # noqa: E402
+from cecm_ros.nodes.conversions import TeamStates, state_from_team_state  # noqa: E402
+from cecm_ros.nodes.web_panel import relay_checks  # noqa: E402
 from cecm_ros.web import codec, server  # noqa: E402
 from cecm_ros.web.session_state import SessionState  # noqa: E402
 
@@ -135,10 +138,25 @@ def test_messages_convert_to_rosbridge_json_and_back():
     ({'colour': 'red'}, 'msg: unknown field(s) colour'),
     ({'header': {'stamp': {'sec': 'now'}}}, 'msg.header.stamp.sec must be an integer'),
     ([], 'msg must be a JSON object, got a list'),
+    # ROS strings end at a NUL: "agree\0junk" would arrive as "agree" (issue 49).
+    ({'corrected_action': '(move robot kitchen study)\x00junk'},
+     'msg.corrected_action holds a NUL character, which a ROS string cannot carry'),
+    ({'task_id': '\ud800'}, "msg.task_id holds a lone surrogate ('\\ud800'), which is no text"),
 ])
 def test_a_bad_field_is_named(data, problem):
     with pytest.raises(codec.BridgeError, match=re.escape(problem)):
         codec.message_from_json(Correction, data, 'msg')
+
+
+def test_json_nested_too_deeply_is_refused():
+    """8,000 levels stop the parser (RecursionError); 17 are refused after it."""
+    for depth in (8000, 17):
+        with pytest.raises(codec.BridgeError, match='JSON nested more than 16 levels deep'):
+            codec.client_json('[' * depth + ']' * depth)
+    assert codec.client_json(json.dumps({'a': '[' * 100, 'b': [[1]]})) == \
+        {'a': '[' * 100, 'b': [[1]]}   # brackets in strings are text
+    with pytest.raises(codec.BridgeError, match='not JSON'):
+        codec.client_json('{"op": ')
 
 
 def test_type_names_the_rosbridge_ways():
@@ -173,14 +191,33 @@ def session_of(model, window_s):
     """The panel's derived session, as the node makes it (the graph's state conversion)."""
     return SessionState(model=model, sender=SENDER,
                         state_of=functools.partial(state_from_team_state, model),
+                        team_states=TeamStates(model), checks=relay_checks(model),
                         window_s=window_s)
+
+
+def request(task_id: str, attempt: int = 0) -> TaskRequest:
+    """A TaskRequest as the task manager sends one (the panel checks it as the nodes do)."""
+    task = make_task(task_id, ['(item-at plate study)'])
+    return TaskRequest(task_id=task_id, attempt=attempt,
+                       initial_propositions=sorted(task.initial),
+                       goal_propositions=sorted(task.goal))
+
+
+def world_at(session, task_id: str, last: int) -> None:
+    """The world's team states 0..last of a task (as request() starts it; nobody moves)."""
+    model = session.model
+    start = model.state_from_atoms(make_task(task_id, ['(item-at plate study)']).initial)
+    for step in range(last + 1):
+        session.observe('team_state', conv.team_state_msg(
+            model, task_id, step, start, *(('noop', 'noop') if step else ())))
 
 
 def test_the_session_offers_noop_and_the_robots_applicable_actions():
     model = TidyUpModel()
     task = make_task('t', ['(item-at plate study)'], robot='kitchen', human='study')
     session = session_of(model, window_s=10.0)
-    session.observe('task', TaskRequest(task_id='t', goal_propositions=sorted(task.goal)))
+    session.observe('task', TaskRequest(task_id='t', initial_propositions=sorted(task.initial),
+                                        goal_propositions=sorted(task.goal)))
     session.observe('team_state', TeamState(task_id='t', step=0,
                                             true_propositions=sorted(task.initial)))
     assert session.to_json()['open'] is None
@@ -204,7 +241,8 @@ def test_the_session_offers_noop_and_the_robots_applicable_actions():
 def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_stays_over():
     model = TidyUpModel()
     session = session_of(model, window_s=10.0)
-    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    session.observe('task', request('t'))
+    world_at(session, 't', 0)
     intent = RobotIntent(task_id='t', step=0, action='(pick robot plate kitchen)')
     session.observe('intent', intent)
     first = session.open
@@ -216,6 +254,7 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
     session.observe('step_result', StepResult(task_id='t', step=0, action=intent.action))
     assert session.observe('intent', intent) is False      # a repeat late on the wire
     assert session.to_json()['open'] is None
+    world_at(session, 't', 1)
     session.observe('intent', RobotIntent(task_id='t', step=1, action='noop'))
     assert session.to_json()['open']['step'] == 1
 
@@ -224,7 +263,8 @@ def test_an_intent_announced_again_keeps_its_window_and_answer_and_a_step_over_s
 def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
     """A panel started after a step's window closed hears only the executor's repeats."""
     session = session_of(TidyUpModel(), window_s=window_s)
-    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    session.observe('task', request('t'))
+    world_at(session, 't', 3)   # (latched: a late panel hears them)
     repeat = RobotIntent(task_id='t', step=3, action='noop', repeated=True)
     assert session.observe('intent', repeat) is True
     shown = session.to_json()['open']
@@ -239,7 +279,7 @@ def test_an_intent_first_heard_as_a_repeat_shows_its_window_over(window_s):
 
 def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
     session = session_of(TidyUpModel(), window_s=None)
-    session.observe('task', TaskRequest(task_id='t', goal_propositions=[]))
+    session.observe('task', request('t'))
     intent = RobotIntent(task_id='t', step=0, action='noop')
     session.observe('intent', intent)
     assert session.to_json()['open']['remaining_s'] is None   # no window length known
@@ -250,7 +290,7 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
     session.observe('step_result', StepResult(task_id='t', step=0, action='noop'))
     assert session.observe('intent', intent) is False           # the step is over
     # The task manager runs an interrupted task again: a new attempt, new questions.
-    session.observe('task', TaskRequest(task_id='t', attempt=1, goal_propositions=[]))
+    session.observe('task', request('t', 1))
     # An intent of the earlier run (a robot that went on with it for a moment): not a
     # question of this run.
     assert session.observe('intent', RobotIntent(task_id='t', step=1, action='noop')) \
@@ -268,7 +308,7 @@ def test_a_repeat_closes_the_open_window_and_a_task_run_again_asks_again():
 def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
     """DDS does not order two topics: a new run's first intent may beat its TaskRequest."""
     session = session_of(TidyUpModel(), window_s=10.0)
-    session.observe('task', TaskRequest(task_id='t1', attempt=1, goal_propositions=[]))
+    session.observe('task', request('t1', 1))
     early = RobotIntent(task_id='t2', attempt=4, step=0, action='noop')
     assert session.observe('intent', early) is False
     assert session.to_json()['open'] is None           # not a question of task t1
@@ -278,8 +318,7 @@ def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
     session.observe('intent', RobotIntent(task_id='t1', attempt=2, step=0, action='noop'))
     assert set(session.held) == {('t2', 4), ('t1', 2)}
     time.sleep(0.05)
-    assert session.observe('task', TaskRequest(task_id='t2', attempt=4,
-                                               goal_propositions=[])) is True
+    assert session.observe('task', request('t2', 4)) is True
     shown = session.to_json()['open']
     assert (shown['task_id'], shown['attempt'], shown['step']) == ('t2', 4, 0)
     # Its window runs from when the intent arrived, not from the request.
@@ -288,9 +327,84 @@ def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
     # A run interrupted before its request arrived: the next run's request drops it.
     session.observe('intent', RobotIntent(task_id='t2', attempt=5, step=0, action='noop'))
     assert ('t2', 5) in session.held
-    session.observe('task', TaskRequest(task_id='t2', attempt=6, goal_propositions=[]))
+    session.observe('task', request('t2', 6))
     assert session.to_json()['open'] is None
     assert all(task_id != 't2' for task_id, _ in session.held)
+
+
+def test_the_session_refuses_what_the_nodes_refuse():
+    """Relayed team states and intents are checked as the nodes check them (issue 49):
+    team states of steps the world has not reached, a garbage start, a forged intent of an
+    unknown action or a step no task has are refused with the reason, and neither the
+    panel's step, its history nor its open question changes; the start sent again with a
+    new stamp wipes nothing."""
+    model = TidyUpModel()
+    session = session_of(model, window_s=10.0)
+    task = make_task('t', ['(item-at plate study)'], robot='kitchen', human='study')
+    session.observe('task', request('t'))
+    start = conv.team_state_msg(model, 't', 0, model.state_from_atoms(task.initial))
+    state = model.state_from_atoms(task.initial)
+    states = [start]
+    for step, action in enumerate(['(move robot kitchen bathroom)',
+                                   '(move robot bathroom kitchen)'], start=1):
+        state = model.transition(state, ROBOT, action, model.catalog.all_capable())[0]
+        states.append(conv.team_state_msg(model, 't', step, state, robot_action=action,
+                                          human_action='noop'))
+    for msg in states:
+        assert session.observe('team_state', msg) is True
+    intent = RobotIntent(task_id='t', step=2, action='(pick robot plate kitchen)')
+    session.observe('intent', intent)
+
+    def shown() -> dict:
+        data = session.to_json()
+        data['open'].pop('remaining_s')   # (the window's countdown runs meanwhile)
+        return data
+
+    before = shown()
+    history = session.history('t')
+    assert session.to_json()['step'] == 2 and len(history) == 2
+    forged = []
+    for far in (64, 65, 4_294_967_295):
+        forged.append(copy.deepcopy(states[-1]))
+        forged[-1].step = far
+    garbage = TeamState(task_id='t', step=0, true_propositions=['(item-at spaceship kitchen)'])
+    unknown = copy.deepcopy(states[-1])
+    unknown.step, unknown.robot_action = 3, '(fly robot)'
+    for msg, problem in [(forged[0], 'step 63 of that task was not received'),
+                         (forged[1], 'step 64 of that task was not received'),
+                         (forged[2], 'step 4294967295 is beyond the last a task can have'),
+                         (garbage, "unknown proposition '(item-at spaceship kitchen)'"),
+                         (unknown, "robot_action '(fly robot)': unknown action 'fly'")]:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            session.observe('team_state', msg)
+    again = copy.deepcopy(start)
+    again.header.stamp.sec = 1234   # the start again, with a new stamp: nothing new
+    assert session.observe('team_state', again) is False
+    for msg, problem in [
+            (RobotIntent(task_id='t', step=2, action='(fly robot plate kitchen)'),
+             "unknown action 'fly'"),
+            (RobotIntent(task_id='t', step=99_999, action=intent.action),
+             'step 99999 is beyond the last a task can have'),
+            (RobotIntent(task_id='t', step=2, action='(move human kitchen study)'),
+             'is an action of the human')]:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            session.observe('intent', msg)
+    with pytest.raises(ValueError, match='robot must be in exactly one room'):
+        session.observe('task', TaskRequest(task_id='forged', goal_propositions=['(clean plate)']))
+    assert shown() == before
+    assert session.history('t') == history
+    # An intent ahead of the states here is asked once they come (another topic), unless
+    # the next one overtakes it: one that far ahead is never asked.
+    assert session.observe('intent', RobotIntent(task_id='t', step=40, action='noop')) \
+        is False
+    assert session.to_json()['open']['step'] == 2
+    session.observe('step_result', StepResult(task_id='t', step=2, action=intent.action))
+    late = RobotIntent(task_id='t', step=4, action='noop')
+    assert session.observe('intent', late) is False and session.to_json()['open'] is None
+    state = model.transition(state, ROBOT, intent.action, model.catalog.all_capable())[0]
+    assert session.observe('team_state', conv.team_state_msg(
+        model, 't', 3, state, robot_action=intent.action, human_action='noop')) is True
+    assert session.to_json()['open']['step'] == 4
 
 
 @functools.cache
@@ -828,16 +942,16 @@ def test_a_refused_correction_shows_the_executors_reason_and_changes_nothing(gra
         assert graph['client'].wait_for(lambda: bool(refusal()), ANSWER_TIMEOUT_S)
         assert len(refusal()) == 1 and not refusal()[0].accepted
         assert refusal()[0].reason == reason
-        # Not a robot action (the page never offers one; a script could send it).
+        # Not a robot action (the page never offers one; a script could send it): the
+        # panel refuses it with the executor's own check (issue 49) and sends nothing.
         human = '(move human kitchen study)'
         page.evaluate('([step, action]) => window.cecmPanel.correct(step, action)',
                       [intent.step, human])
         page.wait_for_function(
             "() => document.getElementById('feedback').textContent.includes("
             "'is an action of the human, not of the robot')", timeout=UI_MS)
-        assert graph['client'].wait_for(lambda: any(
-            s.sender == SENDER and s.corrected_action == human and not s.accepted
-            for s in seen['statuses']), ANSWER_TIMEOUT_S)
+        assert not any(c.sender == SENDER and c.corrected_action == human
+                       for c in seen['corrections'])
         # Nothing changed: the step is still open and can be answered (key A).
         assert page.locator('#agree').is_enabled()
         assert not any(s.step == stale for s in seen['steps'])

@@ -375,6 +375,13 @@ def session(graph):
             bad = TeamState(task_id=msg.task_id, step=99, true_propositions=[UNKNOWN])
             seen.append(bad)
             g.forge(state_pub, bad)
+        if msg.step == 2:
+            # The task's start again with a new stamp: it starts nothing over.
+            start = copy.deepcopy(next(m for m in world if m.task_id == msg.task_id and
+                                       m.step == 0))
+            start.header.stamp = g.node.get_clock().now().to_msg()
+            seen.append(start)
+            g.forge(state_pub, start)
         if msg.step == 3:
             step1 = next(m for m in world if m.task_id == msg.task_id and m.step == 1)
             other = TeamState(header=copy.deepcopy(step1.header), task_id=msg.task_id, step=1,
@@ -467,6 +474,8 @@ def test_duplicate_and_out_of_order_messages_count_nothing_twice(graph, session)
         g.wait_log(node, f"ignoring team_state: TeamState of task {session['task_id']!r} "
                          f"step 99: unknown proposition {UNKNOWN!r}")
         g.wait_log(node, 'differs from the one')
+    # The start sent again (a new stamp) wiped nothing: the task manager kept every step.
+    assert 'not received; using the executor' not in g.log('task_manager')
     g.alive()
 
 
@@ -786,6 +795,16 @@ def test_team_states_that_do_not_fit_the_household_are_ignored(graph, session):
                                      true_propositions=propositions))
         g.wait_log('executor', f"ignoring team_state: TeamState of task "
                                f"'bad-state-{case}' step 0: {messages[case]}")
+    # Actions no domain has (issue 49): refused as an unknown proposition is.
+    start = list(_session_states(session)[0].true_propositions)
+    for case, robot, human, message in [
+            ('robot', '(fly robot)', '', "robot_action '(fly robot)': unknown action 'fly'"),
+            ('human', '', 'garbage', "human_action 'garbage': unknown action 'garbage'")]:
+        g.forge(publisher, TeamState(task_id=f'bad-action-{case}', step=0,
+                                     true_propositions=start, robot_action=robot,
+                                     human_action=human))
+        g.wait_log('executor', f"ignoring team_state: TeamState of task 'bad-action-{case}' "
+                               f'step 0 {message}')
     g.alive('executor')
 
 
@@ -813,7 +832,9 @@ def test_run_task_aborts_a_task_it_cannot_run_and_refuses_wrong_corrections(grap
            (task_id, run, '(fly robot plate kitchen)', '', "unknown action 'fly'"),
            (task_id, 0, '(move human kitchen study)', '',
             'is an action of the human, not of the robot'),
-           (task_id, run, 'noop', 'NOT-ANNOUNCED', ', but the robot announced')]
+           (task_id, run, 'noop', 'NOT-ANNOUNCED', ', but the robot announced'),
+           # An empty answer is no wait (issue 49): refused, whenever it comes.
+           (task_id, run, '', '', "corrected_action '' must name an action (noop = wait)")]
     publisher = g.publisher(Correction, 'robot/correction', QOS_EVENTS, 1)
     announced: list[RobotIntent] = []
 

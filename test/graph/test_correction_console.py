@@ -15,6 +15,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
+from core_fixtures import make_task  # noqa: E402
 from graph_fixtures import RosClient, RosDomain, installed_or_skip, scaled  # noqa: E402
 
 from cecm_ros.msg import (  # noqa: E402
@@ -232,7 +233,10 @@ def test_an_intent_of_an_earlier_run_of_the_requested_task_is_not_asked(console)
     requests = console['client'].node.create_publisher(TaskRequest, 'task/request',
                                                        QOS_LATCHED)
     try:
-        requests.publish(TaskRequest(task_id=task, attempt=RUN + 1))
+        start = make_task(task, ['(item-at plate study)'])
+        requests.publish(TaskRequest(task_id=task, attempt=RUN + 1,
+                                     initial_propositions=sorted(start.initial),
+                                     goal_propositions=sorted(start.goal)))
         assert _wait_output(console, f'[{task}] task requested (run {RUN + 1})'), \
             _output(console)
         console['intents'].publish(RobotIntent(task_id=task, attempt=RUN, step=3,
@@ -250,6 +254,32 @@ def test_an_intent_of_an_earlier_run_of_the_requested_task_is_not_asked(console)
         assert answers == [(RUN + 1, 0)], answers
     finally:
         console['client'].node.destroy_publisher(requests)
+
+
+def test_an_intent_or_request_the_partner_would_refuse_is_not_asked(console):
+    """A forged intent (an unknown action, a step no task has) or a malformed task request
+    is warned about and asks the person nothing (issue 49)."""
+    requests = console['client'].node.create_publisher(TaskRequest, 'task/request',
+                                                       QOS_LATCHED)
+    try:
+        requests.publish(TaskRequest(task_id='console-bad', attempt=RUN,
+                                     goal_propositions=['(clean plate)']))
+        assert _wait_output(console, "ignoring task request: TaskRequest 'console-bad': "
+                                     'task console-bad: robot must be in exactly one room'), \
+            _output(console)
+    finally:
+        console['client'].node.destroy_publisher(requests)
+    for step, action, reason in [
+            (77, '(fly robot plate kitchen)', "action '(fly robot plate kitchen)': unknown "
+                                              "action 'fly'"),
+            (99_999, 'noop', 'step 99999 is beyond the last a task can have (10000)')]:
+        before = len(_output(console))
+        console['intents'].publish(RobotIntent(task_id=TASK, attempt=RUN, step=step,
+                                               action=action))
+        assert _wait_output(console, reason, since=before), _output(console)
+        assert f'[{TASK} step {step}] the robot intends' not in _output(console)[before:]
+    assert '[console-bad] task requested' not in _output(console)
+    assert console['process'].poll() is None
 
 
 def test_an_unreadable_household_file_stops_the_console_with_the_reason(console):

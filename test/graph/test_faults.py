@@ -36,17 +36,14 @@ from graph_fixtures import (  # noqa: E402
     NodeProcesses,
     RosClient,
     RosDomain,
+    core_session,
     installed_or_skip,
     scaled,
     wait_progressing,
 )
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
-from cecm_ros.core.estimator import EstimatorSettings  # noqa: E402
 from cecm_ros.core.partner_store import PartnerStore  # noqa: E402
-from cecm_ros.domains.pddl.planner import FastDownwardPlanner  # noqa: E402
-from cecm_ros.domains.tidyup.model import TidyUpModel  # noqa: E402
-from cecm_ros.experiments.experiment import ExperimentSettings, run_once  # noqa: E402
 from cecm_ros.msg import GraphStatus, StepResult  # noqa: E402
 
 PARTNER = 'low_capability'
@@ -65,11 +62,7 @@ EVENTS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 @pytest.fixture(scope='module')
 def undisturbed():
     """The core's run with the graph's seed and settings: per task the estimate and theta."""
-    model = TidyUpModel()
-    settings = ExperimentSettings(partner=PARTNER, runs=1, tasks=TASKS, seed=0, jobs=1,
-                                  estimator=EstimatorSettings(samples=SAMPLES), heldout=0)
-    with FastDownwardPlanner(model, workers=2) as planner:
-        return run_once(model, planner, settings, run=SEED)
+    return core_session(PARTNER, TASKS, SAMPLES, SEED)
 
 
 class FaultySession:
