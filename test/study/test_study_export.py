@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 from graph_fixtures import RosDomain, installed_or_skip, scaled
-from paths import REPO
+from paths import VENV
 
 from cecm_ros.core.dataset import load_dataset
 from cecm_ros.core.domain import NOOP
@@ -32,7 +32,7 @@ def session(tmp_path_factory):
     ros = RosDomain()
     try:
         done = subprocess.run(
-            [str(REPO / '.venv' / 'bin' / 'cecm'), 'demo', '--tasks', '2', '--samples', '60',
+            [str(VENV / 'bin' / 'cecm'), 'demo', '--tasks', '2', '--samples', '60',
              '--seed', '0', '--task-choice', 'given', '--out', str(out), '--record',
              str(recording)],
             env=ros.env, cwd=work, capture_output=True, text=True, timeout=scaled(600),
