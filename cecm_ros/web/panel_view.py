@@ -1,8 +1,18 @@
 """How the web panel draws a domain's states: a role of its own, outside the world model.
 
-A view has two calls: ``layout()`` once per page (the name of a renderer the page knows,
-web/app.js, and that renderer's fixed data) and ``render(state)`` per team state. A
-domain names its view in its registry spec (:mod:`cecm_ros.domains`); a domain that
+A view has three calls: ``layout()`` once per page (the name of a renderer the page
+knows, web/app.js, and that renderer's fixed data), ``render(state)`` per team state, and
+``scene(state)``: the same drawing laid out on the floor in metres, for RViz and Foxglove
+(nodes/scene_markers.py makes its markers). A scene is a dict:
+
+* ``places``: ``{name, kind, x, y, width, depth}`` rectangles (centre, size), e.g. rooms
+  or a kitchen's cells; ``links``: pairs of place names (doors);
+* ``objects``: ``{name, kind, x, y, label}`` (an item, a vegetable, a plate);
+* ``agents``: ``{name, x, y, label}`` for ``robot`` and ``human``;
+* ``facts``: lines of text beside the drawing (all of a state's facts, where the view
+  draws nothing else).
+
+A domain names its view in its registry spec (:mod:`cecm_ros.domains`); a domain that
 names none is drawn by :class:`FactsView`.
 """
 
@@ -19,6 +29,31 @@ class PanelView(Protocol):
 
     def render(self, state: Hashable) -> dict[str, Any]: ...
 
+    def scene(self, state: Hashable) -> dict[str, Any]: ...
+
+
+def empty_scene() -> dict[str, Any]:
+    return {'places': [], 'links': [], 'objects': [], 'agents': [], 'facts': []}
+
+
+def grid_places(names: list[str], kinds: dict[str, str], width: float, depth: float,
+                gap: float) -> list[dict[str, Any]]:
+    """``names`` as rectangles in rows of 2 (up to 4) or 3, the first at the top left, as
+    the page's household drawing places rooms (x to the right, y up)."""
+    columns = 2 if len(names) <= 4 else 3
+    return [{'name': name, 'kind': kinds.get(name, 'room'),
+             'x': (index % columns) * (width + gap) + width / 2,
+             'y': -((index // columns) * (depth + gap) + depth / 2),
+             'width': width, 'depth': depth} for index, name in enumerate(names)]
+
+
+def slot(place: dict[str, Any], index: int, columns: int = 3) -> tuple[float, float]:
+    """Where the ``index``-th thing in a place stands: left to right, then the next row
+    down, from its top left corner (after room for its name and its agents)."""
+    step_x = place['width'] / (columns + 1)
+    return (place['x'] - place['width'] / 2 + step_x * (1 + index % columns),
+            place['y'] + place['depth'] / 2 - 1.1 - 0.6 * (index // columns))
+
 
 class FactsView:
     """The ``facts`` renderer: a state's facts (or features) beside the goal, for any
@@ -33,3 +68,11 @@ class FactsView:
     def render(self, state: Hashable) -> dict[str, Any]:
         return {'facts': self.domain.state_facts(state),
                 'features': self.domain.state_features(state)}
+
+    def scene(self, state: Hashable) -> dict[str, Any]:
+        """No floor plan: the state's facts (or features) as lines of text."""
+        drawn = self.render(state)
+        scene = empty_scene()
+        scene['facts'] = list(drawn['facts']) or \
+            [f'x{i} = {value:.2f}' for i, value in enumerate(drawn['features'])]
+        return scene

@@ -31,6 +31,8 @@ EXPECTED_NODES = {
     'web_panel',
     'session_recorder',
     'skill_bridge',
+    'scene_markers',
+    'joy_corrections',
 }
 
 
