@@ -3,7 +3,8 @@ Foxglove's diagnostics panels, diagnostic_aggregator).
 
 Once per ``diagnostics_period_s`` (1 s, the rate diagnostic_updater publishes at) a node
 publishes a ``diagnostic_msgs/DiagnosticArray`` with its own ``DiagnosticStatus`` named
-``<node>: health`` (diagnostic_updater's ``node: task`` form), hardware_id ``cecm_ros``:
+``<node>: health`` (diagnostic_updater's ``node: task`` form), hardware_id the node's
+name (so that a panel that groups by it shows the manager's view of a node beside it):
 its lifecycle state, when the lifecycle manager's heartbeat last asked it its state,
 and the figures the node adds (:meth:`NodeDiagnostics.diagnostic_values`). Levels:
 OK while the node serves (active, or a tool that runs), WARN while a lifecycle node is
@@ -26,7 +27,6 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 DIAGNOSTICS_TOPIC = '/diagnostics'   # absolute: one topic whatever a node's namespace
-HARDWARE_ID = 'cecm_ros'
 # diagnostic_updater's publisher: reliable, volatile, the last few.
 QOS_DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              reliability=ReliabilityPolicy.RELIABLE,
@@ -36,7 +36,7 @@ OK, WARN, ERROR, STALE = (DiagnosticStatus.OK, DiagnosticStatus.WARN,
 
 
 def diagnostic_status(name: str, level: bytes, message: str, values: Mapping[str, Any],
-                      hardware_id: str = HARDWARE_ID) -> DiagnosticStatus:
+                      hardware_id: str) -> DiagnosticStatus:
     """A DiagnosticStatus; every value as text, as KeyValue carries it."""
     return DiagnosticStatus(level=level, name=name, message=message,
                             hardware_id=hardware_id,
@@ -123,8 +123,8 @@ class NodeDiagnostics:
             'pid': os.getpid(),
         }
         values.update(self.diagnostic_values())
-        return [diagnostic_status(f'{self.get_name()}: health',  # type: ignore[attr-defined]
-                                  level, message, values)]
+        name = self.get_name()  # type: ignore[attr-defined]
+        return [diagnostic_status(f'{name}: health', level, message, values, name)]
 
     def publish_diagnostics(self) -> None:
         try:

@@ -62,7 +62,7 @@ def read_mapping(path: str, model) -> dict[int, tuple[str, str]]:
                               "'buttons', with one entry per button (0: agree, ...)")
     mapping = {}
     for button, entry in data['buttons'].items():
-        where = f'{at(path, positions.of("buttons", button, key=True))}: button {button!r}'
+        where = f'{at(path, positions.of("buttons", str(button), key=True))}: button {button!r}'
         if not isinstance(button, int) or isinstance(button, bool) or button < 0:
             raise JoyMappingError(f'{where}: a button is its index in sensor_msgs/Joy '
                                   'buttons (0, 1, ...)')
