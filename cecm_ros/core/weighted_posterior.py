@@ -17,16 +17,14 @@ weighted particles a sample of the posterior. A proposal that contradicts a prov
 capability is rejected without planning, and the others stop being evaluated as soon as
 the remaining tasks can no longer make them acceptable.
 
-A partner may change (tires, hurts a hand): each task is asked whether a partner drawn
-afresh from the prior explains it better than the belief so far does. Cheaply first: only
-a task that surprises the belief (its predictive log-likelihood per step falls
-:data:`SURPRISE_MARGIN` below every earlier task's but the first, which the prior
-predicted) is tested, by the Bayes factor of
-"a new partner since this task" (the prior's predictive, estimated from as many prior
-draws as there are particles) against "the same partner" (the posterior's predictive),
-with a prior probability of a change :data:`CHANGE_HAZARD` per task. When the change is
-more likely, the earlier tasks (and what they proved) are set aside, the particles are
-the prior draws weighed by this task, and the update says so.
+A partner may change (tires, hurts a hand): each task after the first is asked whether a
+partner drawn afresh from the prior explains it better than the belief so far does, by
+the Bayes factor of "a new partner since this task" (the prior's predictive of this task
+alone, estimated from as many prior draws as there are particles, drawn from a stream of
+their own) against "the same partner" (the posterior's predictive), with a prior
+probability of a change :data:`CHANGE_HAZARD` per task. When the change is more likely,
+the earlier tasks (and what they proved) are set aside, the particles are the prior
+draws weighed by this task, and the update says so.
 
 What the evidence has decided is read from Rao-Blackwellised marginals: for each of the
 most probable hypotheses the exact conditional probability of every capability given the
@@ -68,11 +66,8 @@ from .vectors import unique_rows
 RESAMPLE_BELOW = 0.5
 # Log-likelihood below a hypothesis's at which its single change stops being evaluated.
 NEGLIGIBLE = 25.0
-# The prior probability that the partner changed before a given task, and how far (in
-# nats per observed step) a task's predictive log-likelihood must fall below every
-# earlier task's before that is tested (module docstring).
+# The prior probability that the partner changed before a given task (module docstring).
 CHANGE_HAZARD = 0.05
-SURPRISE_MARGIN = 0.15
 
 
 class WeightedPosterior(ParticlePosterior):
@@ -92,8 +87,10 @@ class WeightedPosterior(ParticlePosterior):
         self._loglik: dict[int, dict[bytes, float]] = {}
         self._proven: dict[int, np.ndarray] = {}
         self._marginals: np.ndarray | None = None
-        # Per active task, its predictive log-likelihood per step when it came.
+        # Per active task, its predictive log-likelihood when it came (the first task's
+        # is the prior's), and the Bayes factor of a change then (nan: not tested).
         self.surprise: list[float] = []
+        self.change_factors: list[float] = []
         self.changes: list[str] = []    # the tasks before which the partner changed
 
     def copy(self) -> WeightedPosterior:
@@ -108,6 +105,7 @@ class WeightedPosterior(ParticlePosterior):
         twin._marginals = None if self._marginals is None else self._marginals.copy()
         twin._distances, twin._rejections = {}, {}
         twin.surprise = list(self.surprise)
+        twin.change_factors = list(self.change_factors)
         twin.changes = list(self.changes)
         return twin
 
@@ -280,26 +278,27 @@ class WeightedPosterior(ParticlePosterior):
         """Test whether the partner changed before ``item`` (module docstring); if so,
         set the earlier tasks aside and start the particles afresh from the prior,
         weighed by ``item`` alone (the caller goes on from there)."""
-        steps = max(1, len(item.observed) - 1)
         with np.errstate(divide='ignore'):
             past = _log_mean_exp(np.log(self.weights()) + increment, weighted=True)
-        surprise = past / steps
-        # (The first task of the belief was predicted by the prior: no measure of how
-        # well the belief predicts.)
-        history, self.surprise = self.surprise[1:], self.surprise + [surprise]
-        if not earlier or not history or not surprise < min(history) - SURPRISE_MARGIN:
+        self.surprise.append(past)
+        if not earlier:
+            self.change_factors.append(float('nan'))
             return False
-        drawn = self._canonical(self.prior.sample(rng, self.count))
+        # The prior draws come from a stream of their own: the test leaves the update's
+        # own random draws as they would be without it.
+        own = rng.spawn(1)[0]
+        drawn = self._canonical(self.prior.sample(own, self.count))
         fresh_logs = self._loglik_of(model, drawn, [item])
-        fresh = _log_mean_exp(fresh_logs)
-        if not fresh - past > np.log((1.0 - CHANGE_HAZARD) / CHANGE_HAZARD):
+        factor = _log_mean_exp(fresh_logs) - past
+        self.change_factors.append(float(factor))
+        if not factor > np.log((1.0 - CHANGE_HAZARD) / CHANGE_HAZARD):
             return False
         for other in earlier:
             other.active = False
             other.note = f'before the partner changed (at {_task_name(item.task)})'
         self.changes.append(_task_name(item.task))
         self.particles, self.log_weights = drawn, fresh_logs
-        self.surprise = [surprise]
+        self.surprise, self.change_factors = [past], [float(factor)]
         update.changed = True
         update.forgotten.extend(_task_name(other.task) for other in earlier)
         return True
@@ -461,6 +460,8 @@ class WeightedPosterior(ParticlePosterior):
                            for item in self.evidence
                            if (p := self._proven.get(item.id)) is not None}
         state['surprise'] = [float(v) for v in self.surprise]
+        state['change_factors'] = [None if np.isnan(v) else float(v)
+                                   for v in self.change_factors]
         state['changes'] = list(self.changes)
         return state
 
@@ -479,6 +480,8 @@ class WeightedPosterior(ParticlePosterior):
             raise ConfigError('weighted posterior: marginals of the wrong length')
         self._loglik = {item.id: {} for item in self.evidence}
         self.surprise = [float(v) for v in state.get('surprise') or []]
+        self.change_factors = [float('nan') if v is None else float(v)
+                               for v in state.get('change_factors') or []]
         self.changes = [str(v) for v in state.get('changes') or []]
         self._proven = {}
         for key, bits in (state.get('proven') or {}).items():

@@ -126,9 +126,12 @@ class PddlModel(Domain[int]):
     """
 
     guarantees = PlannerGuarantees(cost_optimal=True, deterministic=True)
-    # A cost-optimal, deterministic planner predicts each step of a partner who plans as
-    # it does: a slip is seen where it happens, and the plan from there is one search.
-    likelihood_defaults: dict[str, Any] = {'likelihood': 'stepwise', 'lapse': 0.05}
+    # Which capabilities the partner used, against whether a hypothesis's plan uses them:
+    # chosen by measurement on partners of other decision rules (greedy, satisficing,
+    # habit: docs/experiments.md, "Partners who are not the robot's planner"), where the
+    # stepwise likelihood, which compares every step with one optimal plan, reported
+    # capabilities known and wrong; it learns as fast from an optimal partner.
+    likelihood_defaults: dict[str, Any] = {'likelihood': 'usage', 'lapse': 0.05}
     # The order canonical_order tries action schemas in (unranked ones last).
     schema_rank: dict[str, int] = {}
     # Why an action a static fact rules out does nothing (an outcome's reason).
