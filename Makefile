@@ -10,7 +10,8 @@
 #                      TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
-#   make test          ruff + mypy + pytest
+#   make test          ruff + mypy + pytest (TESTS=graph: the graph, launch-file and
+#                      packaging tests only, as CI runs them on Jazzy; TESTS=PATHS: those)
 #   make lint          ruff and mypy only
 #   make build         venv + dependencies + colcon build of this package
 #   make venv          venv + dependencies only
@@ -58,6 +59,17 @@ DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
 # --durations: the slowest tests at the end of every run (the suite aims at ~15 min).
 PYTEST_ARGS ?= --durations=25
+# What `make test` runs: all (the suite), graph, or test paths. graph is what CI runs on
+# its second distribution (.ci/run: Jazzy), a few minutes: the node graph end to end
+# over DDS, the launch file (where launch_testing is installed), clean shutdown, the
+# markers, /diagnostics and the gamepad, and the packaging (package.xml, the installed
+# share folder and executables, the interfaces).
+TESTS ?= all
+GRAPH_TESTS := test/graph/test_graph_dds.py test/graph/test_launch_tidyup.py \
+  test/graph/test_clean_shutdown.py test/graph/test_scene_markers.py \
+  test/graph/test_diagnostics.py test/graph/test_joy_corrections.py \
+  test/tools/test_packaging.py test/tools/test_ros_domain_ids.py
+TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(TESTS)))
 
 # --------------------------------------------------------------------------
 # Pinned dependencies (versions pip resolved when this file was written).
@@ -232,8 +244,8 @@ demo: $(BUILD_STAMP)
 	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(if $(PLAY_ON),--play) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) $(TEST_MSGS_STAMP) $(NODE_STAMP) lint
-	@echo "[cecm] running pytest"
-	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
+	@echo "[cecm] running pytest on ROS 2 $(ROS_DISTRO): $(TEST_PATHS)"
+	@$(ROS_ENV) $(VBIN)/pytest $(TEST_PATHS) $(PYTEST_ARGS)
 
 lint: $(DEPS_STAMP)
 	@echo "[cecm] ruff check"
