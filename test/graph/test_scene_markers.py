@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 
 import pytest
+import yaml
 
 rclpy = pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
 from graph_fixtures import NodeProcesses, RosClient, RosDomain, installed_or_skip, scaled  # noqa: E402
+from paths import REPO  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from cecm_ros.core.domain import ROBOT  # noqa: E402
@@ -226,3 +228,20 @@ def test_the_next_action_and_the_plan_are_drawn(scene):
         model.transition(here, ROBOT, instead, model.catalog.all_capable())[0]))
     _latest(scene, lambda a: _titled(f'task {task.task_id}, step {step + 1}')(a) and
             not next_text(a), 'without a next action')
+
+
+def test_the_rviz_config_shows_every_part_drawn(scene):
+    """config/cecm.rviz: its MarkerArray display takes /markers as it is published
+    (latched) in the markers' frame, and lists every namespace the arrays above used."""
+    config = yaml.safe_load((REPO / 'config' / 'cecm.rviz').read_text())
+    manager = config['Visualization Manager']
+    display = next(d for d in manager['Displays']
+                   if d['Class'] == 'rviz_default_plugins/MarkerArray')
+    assert display['Topic']['Value'] == '/markers'
+    assert (display['Topic']['Reliability Policy'], display['Topic']['Durability Policy']) == \
+        ('Reliable', 'Transient Local')
+    drawn = [m for array in scene['arrays'] for m in array.markers if m.action == Marker.ADD]
+    assert {m.header.frame_id for m in drawn} == {manager['Global Options']['Fixed Frame']}
+    used = {m.ns for m in drawn}
+    assert {'places', 'agents', 'labels', 'next_action', 'joint_plan', 'belief'} <= used
+    assert used <= {ns for ns, shown in display['Namespaces'].items() if shown}
