@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cecm_ros.web.panel_view import empty_scene
+from cecm_ros.domains.scene import empty_scene
 
 from .kitchen import ROLES, VEGETABLES
 from .model import (

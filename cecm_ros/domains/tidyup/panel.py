@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cecm_ros.domains.pddl.model import split_atom
-from cecm_ros.web.panel_view import empty_scene, grid_places, slot
+from cecm_ros.domains.scene import empty_scene, grid_places, slot
 
 from .model import TidyUpModel
 
