@@ -41,7 +41,7 @@ def wilson(hits: int, count: int) -> tuple[float, float]:
     centre = (p + z * z / (2 * count)) / (1 + z * z / count)
     half = z * math.sqrt(p * (1 - p) / count + z * z / (4 * count * count)) / \
         (1 + z * z / count)
-    return (centre - half, centre + half)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def main() -> int:

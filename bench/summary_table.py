@@ -18,7 +18,8 @@ ALL_METRICS = {'hamming': ('hamming', 'Hamming', 2),
                'partner_deviation': ('partner_deviation', 'partner steps off plan', 2),
                'infeasible_assigned': ('infeasible_assigned', 'infeasible assigned', 1),
                'accepted_samples': ('accepted_samples', 'accepted', 0),
-               'heldout_feasible': ('heldout_feasible', 'feasible held-out', 2)}
+               'heldout_feasible': ('heldout_feasible', 'feasible held-out', 2),
+               'partner_changed': ('partner_changed', 'change reported', 2)}
 METRICS = (('hamming_active', 'Hamming (non-inert)', 3),
            ('hamming_identifiable', 'Hamming (identifiable)', 3),
            ('correction_ratio', 'corrected', 3),

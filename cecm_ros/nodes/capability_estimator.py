@@ -128,7 +128,7 @@ class CapabilityEstimator(CecmNode):
                      "searches of a hypothesis use them), 'kernel' (a lapse keeps a "
                      "hypothesis whose plans miss a task) or 'indicator' (a hypothesis must "
                      "explain every task); '' = the domain's "
-                     '(PDDL domains stepwise, Overcooked usage)', choices=('', *LIKELIHOODS))
+                     '(usage in every built-in domain)', choices=('', *LIKELIHOODS))
         self.declare('lapse', -1.0, "Graded likelihoods: chance of a step none of the partner's "
                      "modelled plans explains (-1 = the domain's)", low=-1.0, high=0.99)
         self.declare('bandwidth', -1.0, 'kernel: soft shoulder beyond epsilon (0 = none; '

@@ -122,7 +122,7 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
                              "hypothesis whose plans miss a task) or 'indicator' (explain "
                              'every task or be dropped); proven capabilities are certain in '
                              "the graded ones (default: "
-                             "the domain's: PDDL domains stepwise, Overcooked usage)")
+                             "the domain's: usage in every built-in domain)")
     parser.add_argument('--lapse', type=float,
                         help="kernel: chance of a step none of the partner's modelled plans "
                              "explains (default: the domain's; TidyUP 0.05)")

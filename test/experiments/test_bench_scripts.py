@@ -146,3 +146,26 @@ def test_the_planning_free_benchmark_checks_both_versions_agree():
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'distinct rows, N = 200 x 40' in done.stdout
     assert 'graded distance, 30x30 of 150 bits' in done.stdout
+
+
+def test_the_calibration_counts_known_and_wrong_and_bins_the_rest(tmp_path):
+    """Three capabilities over two task rows: known present once wrong and once right,
+    known absent right twice, an inert one left out, an undecided one binned; a cell
+    left out by name is not read."""
+    cell = tmp_path / 'sweep' / 'runs' / 'cecm-greedy-x'
+    cell.mkdir(parents=True)
+    rows = [{'status': 'PAI', 'theta': '1.0 0.0 0.5', 'truth': '001'},
+            {'status': 'UPA', 'theta': '0.7 1.0 0.0', 'truth': '110'}]
+    (cell / 'run-0000.json').write_text(json.dumps({'rows': rows}))
+    other = tmp_path / 'sweep' / 'runs' / 'indicator-greedy-x'
+    other.mkdir()
+    (other / 'run-0000.json').write_text(json.dumps({'rows': rows}))
+    done = subprocess.run([sys.executable, str(BENCH / 'calibration.py'),
+                           str(tmp_path / 'sweep'), '--exclude', 'indicator'],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert '1 cells, 2 task rows' in done.stdout
+    assert 'known present: 2 reported, 1 wrong' in done.stdout
+    assert 'known absent: 2 reported, 0 wrong' in done.stdout
+    assert 'known, in all: 4 reported, 1 wrong (25.00%' in done.stdout
+    assert '| [0.60, 0.80) | 1 | 0.700 | 1.000' in done.stdout

@@ -228,7 +228,7 @@ def test_the_estimator_takes_the_domains_likelihood_and_round_trips(model, plann
     evaluator = SharedPlanEvaluator(planner)
     settings = EstimatorSettings(samples=200)
     estimator = make_estimator('cecm', model, evaluator, settings, seed=4)
-    assert estimator.settings.likelihood == 'stepwise'   # a PDDL domain's default
+    assert estimator.settings.likelihood == 'usage'   # a PDDL domain's default
     assert estimator.settings.lapse == 0.05 and estimator.settings.likelihood_seeds == 1
     truth = model.catalog.resolve(PARTNER)
     for task in TaskGenerator(model, 8).tasks(2):
