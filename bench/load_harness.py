@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-VENV_BIN = REPO / '.venv' / 'bin'
+# The venv this runs in (.venv, .venv-jazzy): its pytest and cecm.
+VENV_BIN = Path(sys.prefix) / 'bin'
 # What a node must never log, however busy the machine is.
 INTERNAL_ERROR = re.compile(r'internal error|Traceback \(most recent call last\)|'
                             r'Unhandled exception', re.IGNORECASE)

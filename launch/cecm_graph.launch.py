@@ -27,7 +27,14 @@ runs the session. When the task manager exits (exit_when_done:=true) the whole l
 shuts down. A node process that dies is respawned, and the lifecycle manager brings it
 back to active.
 With record:=true a session_recorder records every topic into an MCAP file
-(record_path, default ~/.ros/cecm_ros/recordings/).
+(record_path, default ~/.ros/cecm_ros/recordings/), the markers among them.
+
+``markers:=true`` (implied by record:=true) adds scene_markers: the session as a
+visualization_msgs/MarkerArray on /markers for RViz and Foxglove; ``rviz:=true`` also
+starts RViz with the package's config/cecm.rviz (where rviz2 is installed).
+``joy:=true`` adds joy_corrections: a gamepad's buttons (sensor_msgs/Joy on /joy, from
+``ros2 run joy joy_node``) answer the robot, mapped by config/joy_corrections.yaml or
+``joy_mapping``; with play:=true they choose the partner's actions too.
 """
 
 import os
@@ -130,6 +137,14 @@ ARGUMENTS = {
                         'an MCAP file'),
     'record_path': ('', "Its output file or folder; '' = params_file "
                         '(~/.ros/cecm_ros/recordings/)'),
+    'markers': ('false', 'true: also start scene_markers (a MarkerArray on /markers for RViz '
+                         'and Foxglove); record:=true implies it'),
+    'rviz': ('false', "true: also start rviz2 with the package's config/cecm.rviz (implies "
+                      'markers:=true; needs rviz2 installed)'),
+    'joy': ('false', "true: also start joy_corrections (a gamepad's sensor_msgs/Joy buttons "
+                     'answer the robot; with play:=true also the partner)'),
+    'joy_mapping': ('', "joy_corrections' button mapping (YAML); '' = params_file (the "
+                        "package's config/joy_corrections.yaml)"),
 }
 
 
@@ -198,6 +213,10 @@ def _overrides(context, world: str) -> dict[str, dict]:
         # The recorder hears each intent too: the first must not go out before it does.
         per_node['executor']['intent_subscribers'] = \
             per_node['executor'].get('intent_subscribers', 1) + 1
+    if _flag(context, 'joy'):
+        # So does the gamepad, which answers them.
+        per_node['executor']['intent_subscribers'] = \
+            per_node['executor'].get('intent_subscribers', 1) + 1
     if _play(context):
         # The person is the partner: the simulated one only passes their choices on.
         per_node['simulated_human']['partner_behaviour'] = 'person'
@@ -234,8 +253,38 @@ def _play(context) -> bool:
 
 
 def _record(context) -> bool:
-    return LaunchConfiguration('record').perform(context).strip().lower() in \
+    return _flag(context, 'record')
+
+
+def _flag(context, name: str) -> bool:
+    return LaunchConfiguration(name).perform(context).strip().lower() in \
         ('1', 'true', 'yes', 'on')
+
+
+def _tools(context, params_file: str, log_level: str) -> list:
+    """The tools beside the managed graph, each until the launch shuts down: the marker
+    publisher (and RViz) and the gamepad."""
+    arguments = ['--ros-args', '--log-level', log_level]
+    domain = LaunchConfiguration('domain').perform(context).strip()
+    common = {'domain': domain} if domain else {}
+    actions = []
+    rviz = _flag(context, 'rviz')
+    if rviz or _flag(context, 'markers') or _record(context):
+        actions.append(Node(package=PACKAGE, executable='scene_markers', name='scene_markers',
+                            parameters=[params_file, common], output='screen',
+                            arguments=arguments, respawn=True, respawn_delay=RESPAWN_DELAY_S))
+    if rviz:
+        actions.append(Node(package='rviz2', executable='rviz2', name='rviz2', output='log',
+                            arguments=['-d', _config('cecm.rviz')]))
+    if _flag(context, 'joy'):
+        mapping = LaunchConfiguration('joy_mapping').perform(context).strip()
+        joy = {**common, 'play': _play(context), **({'mapping_file': mapping} if mapping
+                                                   else {})}
+        actions.append(Node(package=PACKAGE, executable='joy_corrections',
+                            name='joy_corrections', parameters=[params_file, joy],
+                            output='screen', arguments=arguments, respawn=True,
+                            respawn_delay=RESPAWN_DELAY_S))
+    return actions
 
 
 def _shut_down_after_the_session(event, context):
@@ -301,6 +350,7 @@ def _nodes(context, world: str, default_params: str):
         respawn=True, respawn_delay=RESPAWN_DELAY_S)
     actions += [manager_node, RegisterEventHandler(OnProcessExit(
         target_action=manager_node, on_exit=_shut_down_when_bring_up_failed))]
+    actions += _tools(context, params_file, log_level)
     if _record(context):
         # A tool, not a managed node: it records until the launch shuts down.
         path = LaunchConfiguration('record_path').perform(context).strip()

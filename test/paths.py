@@ -1,9 +1,12 @@
 """Where things are, for tests in any folder under test/."""
 
+import sys
 from pathlib import Path
 
 TEST_DIR = Path(__file__).resolve().parent
 REPO = TEST_DIR.parent
+# The venv these tests run in: .venv, or .venv-jazzy under `make test ROS_DISTRO=jazzy`.
+VENV = Path(sys.prefix)
 
 
 def line_of(path: Path, token: str, last: bool = False) -> int:

@@ -50,6 +50,7 @@ from cecm_ros.nodes.common import (
     not_empty,
     run_node,
 )
+from cecm_ros.nodes.diagnostics import wall_time
 from cecm_ros.srv import (
     ListPartners,
     LoadBelief,
@@ -334,6 +335,7 @@ class CapabilityEstimator(CecmNode):
             self._log_failure(outcome.task_id, result.message, self.get_logger().error)
             finish_goal(goal_handle.abort)
         else:
+            self.updated_at = time.time()   # (/diagnostics: the last update)
             result.belief = self._publish()
             result.updated = updated
             result.samples_evaluated = int(report.get('samples_evaluated', 0))
@@ -604,6 +606,21 @@ class CapabilityEstimator(CecmNode):
         response.message = (f'{len(entries)} tasks of session {request.session_id!r} applied '
                             f'to {self.partner_id!r}')
         return response
+
+    def diagnostic_values(self) -> dict:
+        """/diagnostics: the last update, the particles or samples held, the update at
+        work."""
+        estimator = getattr(self, 'estimator', None)
+        belief = estimator.belief if estimator is not None else None
+        posterior = getattr(belief, 'posterior', None)
+        held = getattr(posterior, 'particles', None) if posterior is not None else \
+            getattr(belief, 'accepted', None)
+        return {'last_update': wall_time(getattr(self, 'updated_at', None)),
+                'update_running': bool(getattr(self, 'busy', False)),
+                'method': getattr(self, 'method', ''),
+                'particles': len(held) if held is not None else 0,
+                'tasks_seen': belief.tasks_seen if belief is not None else 0,
+                'partner_id': getattr(self, 'partner_id', '')}
 
 
 def _expand(path: str) -> str:

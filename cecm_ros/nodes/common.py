@@ -1,7 +1,8 @@
 """What every node shares: QoS profiles, the lifecycle base ``CecmNode`` and waiting.
 
 CecmNode mixes in the parameters (parameters.py), the domain as parameters
-(domain_parameters.py) and calls to peers (peers.py); process.py runs a node's process.
+(domain_parameters.py), calls to peers (peers.py) and its status on /diagnostics
+(diagnostics.py); process.py runs a node's process.
 Their names are also importable from here.
 
 Waiting inside callbacks: every node runs on a MultiThreadedExecutor and creates its
@@ -35,6 +36,7 @@ from rclpy.task import Future
 from rclpy.timer import Timer
 from rclpy.validate_topic_name import validate_topic_name
 
+from cecm_ros.nodes.diagnostics import NodeDiagnostics
 from cecm_ros.nodes.domain_parameters import (  # noqa: F401 - re-exported
     OPTION_ALIASES,
     DomainParameters,
@@ -92,7 +94,8 @@ QOS_HISTORY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
-class CecmNode(BoundedLogging, DomainParameters, PeerCalls, DeclaredParameters, LifecycleNode):
+class CecmNode(BoundedLogging, DomainParameters, PeerCalls, NodeDiagnostics, DeclaredParameters,
+               LifecycleNode):
     """A lifecycle node with declared parameters, one reentrant group and a waiter.
 
     Subclasses implement ``configure`` (read parameters, build core objects, create
@@ -111,6 +114,7 @@ class CecmNode(BoundedLogging, DomainParameters, PeerCalls, DeclaredParameters, 
         self._entities: list = []   # what configure() created, for teardown()
         self.planner = None         # a core JointPlanner, for nodes that plan
         self.start_parameter_checks()
+        self.start_diagnostics()
 
 
     # ------------------------------------------------------------------ lifecycle

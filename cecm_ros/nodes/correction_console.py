@@ -12,15 +12,15 @@ when there is one. The next line read from standard input answers it:
     q              quit
 
 Answers are checked against the household model before anything is sent; a line that
-names an unknown action is refused with the reason and the intent stays open. Lines
-come from standard input, so a pipe or a script can answer as well as a keyboard.
+names an unknown action is refused with the reason and the intent stays open (the rules
+of answers.py, which joy_corrections follows too). Lines come from standard input, so a
+pipe or a script can answer as well as a keyboard.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections import OrderedDict
 
 from rclpy.node import Node
 from rclpy.task import Future
@@ -30,11 +30,13 @@ from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
 from cecm_ros.msg import Correction, JointPlan, RobotIntent, StepResult, TaskRequest
 from cecm_ros.nodes import conversions as conv
+from cecm_ros.nodes.answers import IntentAnswers, NotAnsweredError
 from cecm_ros.nodes.common import (
     QOS_EVENTS,
     QOS_LATCHED,
     run_node,
 )
+from cecm_ros.nodes.diagnostics import NodeDiagnostics
 from cecm_ros.nodes.domain_parameters import DomainParameters
 from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
@@ -42,11 +44,10 @@ from cecm_ros.nodes.parameters import DeclaredParameters
 QUIT = {'q', 'quit', 'exit'}
 WAIT = {'w'}
 HELP = 'Enter = agree, w = wait, an action = do that instead, q = quit'
-# Settled intents remembered, so that their repeats print nothing.
-SETTLED_KEPT = 32
 
 
-class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, Node):
+class CorrectionConsole(BoundedLogging, DomainParameters, NodeDiagnostics, DeclaredParameters,
+                        Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):
@@ -59,16 +60,12 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
             # A terminal tool, not a lifecycle node: it cannot wait to be fixed.
             raise CecmError('; '.join(self.parameter_errors))
         self.sender = self.param('sender')
+        self.start_diagnostics()
         self.model = self.load_model()
         self._lock = threading.Lock()
         self._print_lock = threading.Lock()
-        self.open_intent: RobotIntent | None = None
-        # Intents answered, or closed by a repeat (the latest few): the executor
-        # announces an intent again while the world waits for the partner, after its
-        # window closed; such a repeat is shown once and asks nothing.
-        self.settled: OrderedDict[tuple, None] = OrderedDict()
+        self.answers = IntentAnswers(self.model, self.sender)
         self.partner_plan: tuple[str, CorePlan] | None = None
-        self.run: tuple[str, int] | None = None   # (task_id, attempt) last requested
         self.finished = Future()   # run_node spins until it is done
         self.exit_code = 0
         self.correction_pub = self.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
@@ -96,14 +93,11 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
         """The run the robot's intents should belong to: a robot that was stopped may go
         on for a moment with the run before, whose steps are not asked here."""
         try:
-            conv.task_from_msg(self.model, msg)
+            if not self.answers.task(msg):
+                return   # the latched request again
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring task request: {error}')
             return
-        with self._lock:
-            if self.run == (msg.task_id, msg.attempt):
-                return   # the latched request again
-            self.run = (msg.task_id, msg.attempt)
         self.say(f'[{msg.task_id}] task requested (run {msg.attempt}): '
                  f'{len(msg.goal_propositions)} goal propositions')
 
@@ -122,46 +116,31 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
         the step if it is the one open. One the partner refuses (an unknown action, a
         step no task has) is not asked either."""
         try:
-            conv.intent_from_msg(self.model, msg)
+            news = self.answers.intent(msg)
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring intent: {error}')
             return
+        if news.kind == 'other_run':
+            self.get_logger().info(
+                f'ignoring intent for step {msg.step} of task {msg.task_id}: it is for '
+                f'attempt {msg.attempt}, the task runs attempt {news.run[1]}')
+            return
+        if news.kind == 'nothing':
+            return
         with self._lock:
-            run = self.run
-            if run is not None and run[0] == msg.task_id and run[1] != msg.attempt:
-                self.get_logger().info(
-                    f'ignoring intent for step {msg.step} of task {msg.task_id}: it is for '
-                    f'attempt {msg.attempt}, the task runs attempt {run[1]}')
-                return
-            unanswered = self.open_intent
-            same = unanswered is not None and _key(unanswered) == _key(msg)
-            if msg.repeated:
-                if _key(msg) in self.settled:
-                    return   # answered, or its first repeat was shown already
-                self._settle(msg)
-                self.open_intent = None   # whatever was open is over
-            elif same:
-                return   # the open intent again (a duplicate): it is shown already
-            else:
-                self.settled.pop(_key(msg), None)
-                self.open_intent = msg
             hint = self._expected(msg)
+        unanswered = news.unanswered
         if unanswered is not None:
             self.say(f'  (step {unanswered.step} went unanswered: its correction window '
                      'closed and the robot went ahead)')
         if msg.repeated:
-            if not same:
+            if not news.shown_before:
                 self.say(f'[{msg.task_id} step {msg.step}] the robot announced {msg.action}; '
                          'its correction window has closed (the world waits for the partner)')
             return
         expected = f'; the partner plan expects {hint}' if hint else ''
         self.say(f'[{msg.task_id} step {msg.step}] the robot intends {msg.action}{expected}')
         self.say(f'  {HELP}:')
-
-    def _settle(self, intent: RobotIntent) -> None:
-        self.settled[_key(intent)] = None
-        while len(self.settled) > SETTLED_KEPT:
-            self.settled.popitem(last=False)
 
     def _expected(self, msg: RobotIntent) -> str:
         """What the partner's plan has the robot do at this step ('' if unknown)."""
@@ -171,11 +150,7 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
         return steps[msg.step].robot if msg.step < len(steps) else NOOP
 
     def _on_step(self, msg: StepResult) -> None:
-        with self._lock:
-            current = self.open_intent
-            if current is not None and (current.task_id, current.step) == \
-                    (msg.task_id, msg.step):
-                self.open_intent = None
+        self.answers.step_done(msg)
         how = 'as corrected' if msg.corrected else 'as announced'
         self.say(f'  step {msg.step}: the robot did {msg.action} ({how})')
 
@@ -186,33 +161,22 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
         if text.lower() in QUIT:
             self.finished.set_result(None)
             return
-        with self._lock:
-            intent = self.open_intent
-        if intent is None:
-            self.say('  nothing to answer: no intent is open')
-            return
-        try:
+
+        def corrected(intent: RobotIntent) -> str:
             if not text:
-                corrected = intent.action
-            elif text.lower() in WAIT:
-                corrected = NOOP
-            else:
-                corrected = conv.answer_action(self.model, text, 'the answer')
+                return intent.action
+            return NOOP if text.lower() in WAIT else text
+
+        try:
+            correction, verdict = self.answers.answer(corrected)
         except conv.MessageError as error:
             self.say(f'  not sent: {error}; {HELP}')
             return
-        with self._lock:
-            if self.open_intent is not intent:
-                self.say(f'  not sent: step {intent.step} is over already')
-                return
-            self.open_intent = None
-            self._settle(intent)
-        self.correction_pub.publish(Correction(
-            header=intent.header, task_id=intent.task_id, attempt=intent.attempt,
-            step=intent.step, intended_action=intent.action, corrected_action=corrected,
-            sender=self.sender))
-        verdict = 'agreed' if corrected == intent.action else f'corrected to {corrected}'
-        self.say(f'  step {intent.step}: {verdict}')
+        except NotAnsweredError as why:
+            self.say(f'  {why}')
+            return
+        self.correction_pub.publish(correction)
+        self.say(f'  {verdict}')
 
     def read(self, stream) -> None:
         """Answer line by line until the stream ends (then quit)."""
@@ -226,10 +190,6 @@ class CorrectionConsole(BoundedLogging, DomainParameters, DeclaredParameters, No
         if not self.finished.done():
             self.say('  standard input closed; quitting')
             self.finished.set_result(None)
-
-
-def _key(intent: RobotIntent) -> tuple:
-    return intent.task_id, intent.attempt, intent.step, intent.action
 
 
 def _console_reading_stdin() -> CorrectionConsole:

@@ -527,6 +527,15 @@ class Executor(CecmNode):
         if self._cancel_requested():
             raise _CanceledError()
 
+    def diagnostic_values(self) -> dict:
+        """/diagnostics: the task it runs, the step whose answer it awaits, the intent."""
+        return {'task': self.task_id or 'none', 'attempt': self.attempt,
+                'running': self.running,
+                'awaiting_answer_for_step': 'none' if self.awaiting_step is None
+                else self.awaiting_step,
+                'intent': self.intent,
+                'intent_listeners_short': self.listeners_short}
+
 
 class _CanceledError(Exception):
     pass

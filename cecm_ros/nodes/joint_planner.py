@@ -12,7 +12,12 @@ from __future__ import annotations
 import sys
 
 from cecm_ros.core.domain import Planner
-from cecm_ros.core.errors import CecmError, PlanningError, UnsolvableTaskError
+from cecm_ros.core.errors import (
+    CecmError,
+    PlannerTimeoutError,
+    PlanningError,
+    UnsolvableTaskError,
+)
 from cecm_ros.domains import planner_for
 from cecm_ros.msg import CapabilityBelief, JointPlan
 from cecm_ros.nodes import conversions as conv
@@ -33,6 +38,9 @@ class JointPlannerNode(CecmNode):
         self.estimate = None
         self.belief: CapabilityBelief | None = None   # the message the estimate came from
         self.belief_source = ''
+        # /diagnostics: plan requests at work (beyond planner_workers they wait), and
+        # how many ran out of time or failed.
+        self.requests_open = self.timeouts = self.failures = 0
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -46,7 +54,7 @@ class JointPlannerNode(CecmNode):
                                      self.guarded(self._on_belief, 'capability_belief'),
                                      QOS_LATCHED, callback_group=self.group),
             self.create_service(PlanTask, 'plan_task',
-                                self.guarded_service(self._on_plan, 'plan_task'),
+                                self.guarded_service(self._counted, 'plan_task'),
                                 callback_group=self.group),
         ]
         self.get_logger().info(
@@ -71,6 +79,27 @@ class JointPlannerNode(CecmNode):
                              f'{msg.tasks_seen} tasks'
         self.get_logger().info(f'planning under the {self.belief_source}: lacks '
                                f'{self.model.catalog.describe_missing(estimate)}')
+
+    def _counted(self, request: PlanTask.Request, response: PlanTask.Response):
+        with self.locked():
+            self.requests_open += 1
+        try:
+            return self._on_plan(request, response)
+        finally:
+            with self.locked():
+                self.requests_open -= 1
+
+    def diagnostic_values(self) -> dict:
+        planner = self.planner
+        workers = self.param('planner_workers')
+        return {'requests_open': self.requests_open,
+                'requests_queued': max(0, self.requests_open - workers),
+                'planner_workers': workers,
+                'planner_timeout_s': self.param('planner_timeout_s'),
+                'timeouts': self.timeouts, 'failures': self.failures,
+                'plans_made': getattr(planner, 'calls', 0),
+                'plans_from_store': getattr(planner, 'store_hits', 0),
+                'planning_under': self.belief_source or 'no belief yet'}
 
     def _on_plan(self, request: PlanTask.Request, response: PlanTask.Response):
         catalog = self.model.catalog
@@ -104,6 +133,11 @@ class JointPlannerNode(CecmNode):
             else:
                 plan = self.planner.plan(task, vector)
         except CecmError as error:
+            with self.locked():
+                if isinstance(error, PlannerTimeoutError):
+                    self.timeouts += 1
+                else:
+                    self.failures += 1
             self.get_logger().warning(f'plan_task {task_id!r} failed: {error}')
             response.success, response.message = False, str(error)
             # A search that crashed or ran out of time may succeed when asked again; a

@@ -45,6 +45,7 @@ from rclpy.task import Future
 
 from cecm_ros.msg import GraphStatus, NodeStatus
 from cecm_ros.nodes.common import QOS_LATCHED, leave, ros_name
+from cecm_ros.nodes.diagnostics import ERROR, OK, STALE, WARN, NodeDiagnostics, diagnostic_status
 from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.srv import ManageNodes
@@ -97,7 +98,7 @@ class _Tracked:
     gave_up: bool = False          # bring_up_attempts used up: left as it is
 
 
-class LifecycleManager(BoundedLogging, DeclaredParameters, Node):
+class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'the nodes are not started until this is fixed'
 
     def __init__(self, stop: threading.Event, **kwargs):
@@ -158,6 +159,7 @@ class LifecycleManager(BoundedLogging, DeclaredParameters, Node):
                                  callback_group=group)
         self.mode = 'starting'
         self.commands: queue.SimpleQueue = queue.SimpleQueue()
+        self.start_diagnostics()
         self.status_pub = self.create_publisher(GraphStatus, '~/graph_status', QOS_LATCHED)
         self.create_service(ManageNodes, '~/manage_nodes', self._on_manage,
                             callback_group=group)
@@ -566,6 +568,40 @@ class LifecycleManager(BoundedLogging, DeclaredParameters, Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
         self._published, self._last_publish = key, now
+
+    def diagnostic_values(self) -> dict:
+        return {'mode': self.mode, 'managed_nodes': ', '.join(self.names)}
+
+    def diagnostic_statuses(self) -> list:
+        """Its own status, and one per managed node as its heartbeat hears it: STALE
+        while the node does not answer (killed, hung, not started yet), as an aggregator
+        marks a status that stopped coming."""
+        statuses = super().diagnostic_statuses()
+        now = time.monotonic()
+        misses = self.value('heartbeat_misses')
+        for name in self.names:
+            node = self.nodes[name]
+            label = LABELS.get(node.state, 'unknown')
+            silent = now - node.last_answer if node.last_answer else None
+            if node.gave_up:
+                level, message = ERROR, f'given up after {node.failures} failed bring-ups: ' \
+                    f'{node.reason or "see its log"}'
+            elif not node.responsive or node.misses >= misses:
+                level = STALE
+                message = 'not heard yet' if silent is None else \
+                    f'no answer to the heartbeat for {silent:.1f} s (died or hangs)'
+            elif node.state != State.PRIMARY_STATE_ACTIVE:
+                level, message = WARN, f'{label}: not serving'
+            else:
+                level, message = OK, 'active'
+            statuses.append(diagnostic_status(
+                f'{self.get_name()}: {name}', level, message,
+                {'lifecycle_state': label if node.responsive else 'unknown',
+                 'responsive': node.responsive,
+                 'silent_s': silent if silent is not None else 'never answered',
+                 'missed_heartbeats': node.misses, 'recoveries': node.recoveries},
+                hardware_id=name))
+        return statuses
 
     # ---------------------------------------------------------------- supervisor
     def supervise(self) -> None:

@@ -8,8 +8,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from rclpy.action import ActionClient
 from rclpy.task import Future
+
+from cecm_ros.nodes.rclpy_compat import ActionClient
 
 
 class SafeActionClient(ActionClient):
@@ -18,11 +19,11 @@ class SafeActionClient(ActionClient):
     rclpy's ActionClient registers itself with the node before it creates its lock and
     logger, so an executor thread that polls it in that window (as a
     MultiThreadedExecutor does while on_configure runs) dies with AttributeError.
-    Creating them first closes the window; the base class then replaces them.
+    Creating them first closes the window (the lock: rclpy_compat.ActionClient); the
+    base class then replaces them.
     """
 
     def __init__(self, node, action_type, action_name, **kwargs):
-        self._lock = threading.Lock()
         self._logger = node.get_logger().get_child('action_client')
         super().__init__(node, action_type, action_name, **kwargs)
 

@@ -16,6 +16,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from cecm_ros.nodes.rclpy_compat import shutdown_executor
 from cecm_ros.tools.ros_domain_ids import remove_own_shared_memory
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def run_node(node_factory: Callable[[], CecmNode], args=None,
             # Callbacks see the stop and return; do not wait for one that does not (a
             # long computation would hold the process past launch's SIGINT-to-SIGTERM
             # escalation).
-            executor.shutdown(timeout_sec=0, wait_for_threads=False)
+            shutdown_executor(executor)
             _wait_for_callbacks(executor, STOP_WAIT_S)
         if node is not None:
             node.close()

@@ -26,6 +26,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 
 from cecm_ros.nodes.common import run_node
+from cecm_ros.nodes.diagnostics import NodeDiagnostics
 from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.tools.recording import McapSink, RecordingError, output_file
@@ -78,12 +79,13 @@ def _absolute(pattern: str) -> str:
     return pattern if pattern.startswith(('/', '*')) else '/' + pattern
 
 
-class SessionRecorder(BoundedLogging, DeclaredParameters, Node):
+class SessionRecorder(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node):
     PARAMETER_REFUSED = 'does not start'
 
     def __init__(self, **kwargs):
         super().__init__('session_recorder', **kwargs)
         self.start_parameter_checks()
+        self.start_diagnostics()
         self.declare('output', DEFAULT_OUTPUT,
                      'MCAP file to write, or a folder (an existing one, or a path '
                      "ending in '/') for a timestamped session-*.mcap in it")

@@ -468,7 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "partner's action at each step is the person's choice")
     sub.add_argument('--record', nargs='?', const='', metavar='PATH',
                      help='record every topic of the session into an MCAP file (default: '
-                          'OUT/session.mcap; a folder gets a timestamped file)')
+                          'OUT/session.mcap; a folder gets a timestamped file), the markers '
+                          'of --markers among them')
+    sub.add_argument('--markers', action='store_true',
+                     help='also publish the session for RViz and Foxglove (scene_markers: a '
+                          'MarkerArray on /markers; --record implies it)')
     sub.set_defaults(func=cmd_demo)
 
     sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")

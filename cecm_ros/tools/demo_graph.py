@@ -52,6 +52,7 @@ NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_hu
 MANAGER = 'lifecycle_manager'
 WEB_PANEL = 'web_panel'
 RECORDER = 'session_recorder'
+MARKERS = 'scene_markers'
 PAPER_SAMPLES = 500
 GRACE_S = 15.0
 _DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
@@ -136,7 +137,7 @@ def write_params(base: Path, args, out: Path,
         else ''
     for node, values in (extra or {}).items():
         settings.setdefault(node, {}).update(values)
-    for node in graph_nodes(args):
+    for node in (*graph_nodes(args), *((MARKERS,) if markers_wanted(args) else ())):
         entry = params.setdefault(node, {}).setdefault('ros__parameters', {})
         entry.update(settings.get(node, {}))
         if node in PLANNING_NODES:
@@ -310,28 +311,39 @@ def recording_path(args, out: Path) -> Path | None:
     return output_file(args.record or str(out / 'session.mcap')).resolve()
 
 
-def _start_recorder(env, params: Path, executables: Path, log_dir: Path,
-                    path: Path) -> ProcessGraph:
-    """The recorder, in a process graph of its own: it starts before the nodes and is
-    stopped after them, so that it sees every topic from its first message to the last."""
-    if not (executables / RECORDER).is_file():
-        raise DemoError(f'{executables / RECORDER} is missing; run `make build`')
-    if path.exists():
-        _say(f'replacing the recording {path}')
-    recorder = ProcessGraph(env, log_dir)
-    recorder.start(RECORDER, [str(executables / RECORDER), '--ros-args', '--params-file',
-                              str(params), '-p', f'output:={path}', '-p', 'overwrite:=true'])
-    return recorder
+def markers_wanted(args) -> bool:
+    """scene_markers runs: --markers, or --record (a recording shows the scene)."""
+    return bool(getattr(args, 'markers', False)) or getattr(args, 'record', None) is not None
 
 
-def _stop_recorder(recorder: ProcessGraph | None) -> None:
-    if recorder is None:
+def _start_tools(env, params: Path, executables: Path, log_dir: Path,
+                 path: Path | None, markers: bool) -> ProcessGraph:
+    """The recorder and the marker publisher, in a process graph of their own: they start
+    before the nodes and are stopped after them, so that they see every topic from its
+    first message to the last."""
+    tools = ProcessGraph(env, log_dir)
+    for tool, wanted in ((MARKERS, markers), (RECORDER, path is not None)):
+        if wanted and not (executables / tool).is_file():
+            raise DemoError(f'{executables / tool} is missing; run `make build`')
+    if markers:
+        tools.start(MARKERS, [str(executables / MARKERS), '--ros-args', '--params-file',
+                              str(params)])
+    if path is not None:
+        if path.exists():
+            _say(f'replacing the recording {path}')
+        tools.start(RECORDER, [str(executables / RECORDER), '--ros-args', '--params-file',
+                               str(params), '-p', f'output:={path}', '-p', 'overwrite:=true'])
+    return tools
+
+
+def _stop_tools(tools: ProcessGraph | None) -> None:
+    if tools is None:
         return
-    forced = recorder.stop()
-    code = recorder.processes[RECORDER].returncode
-    if forced or code != 0:
-        _say(f'the recorder ended with exit code {code}; its log ends with:\n'
-             f'{recorder.tail(RECORDER)}')
+    forced = tools.stop(first=tuple(name for name in (MARKERS,) if name in tools.processes))
+    for name, process in tools.processes.items():
+        if name in forced or process.returncode != 0:
+            _say(f'{name} ended with exit code {process.returncode}; its log ends with:\n'
+                 f'{tools.tail(name)}')
 
 
 def _run_processes(args, env, params: Path, executables: Path, out: Path,
@@ -339,17 +351,20 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
     log_dir = out / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
     env = private_ros_logs(env, out)
-    recorder = None
+    tools = None
     graph = ProcessGraph(env, log_dir, respawn=True, report=lambda text: _say(text))
     nodes = graph_nodes(args)
     _say(f'starting the node graph as {len(nodes) + 1} processes (ROS_DOMAIN_ID='
          f'{env["ROS_DOMAIN_ID"]}, no `ros2 launch` here; a node that dies is respawned); '
-         f'node logs in {log_dir}' + (f'; recording every topic to {record}' if record else ''))
+         f'node logs in {log_dir}' + (f'; recording every topic to {record}' if record else '')
+         + ('; scene_markers publishes /markers for RViz and Foxglove'
+            if markers_wanted(args) else ''))
     _say(_plan_store_line(args))
     code = 1
     try:
-        if record:
-            recorder = _start_recorder(env, params, executables, log_dir, record)
+        if record or markers_wanted(args):
+            tools = _start_tools(env, params, executables, log_dir, record,
+                                 markers_wanted(args))
         for node in nodes:
             graph.start(node, [str(executables / node), '--ros-args', '--params-file',
                                str(params)], stream=node in ('task_manager', WEB_PANEL))
@@ -369,7 +384,7 @@ def _run_processes(args, env, params: Path, executables: Path, out: Path,
                 _say('respawned during the session: ' + ', '.join(
                     f'{name} x{count}' for name, count in graph.respawns.items()
                     if count > 0))
-            _stop_recorder(recorder)
+            _stop_tools(tools)
     return code
 
 
@@ -394,6 +409,8 @@ def launch_command(args, params: Path, out: Path, record: Path | None = None) ->
             command.append('web_allow_without_token:=true')
     if record:
         command += ['record:=true', f'record_path:={record}']
+    if getattr(args, 'markers', False):
+        command.append('markers:=true')
     return command
 
 

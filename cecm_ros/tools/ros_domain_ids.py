@@ -33,6 +33,9 @@ LOWEST, HIGHEST = 1, 101
 # which Fast DDS's shared-memory ports are numbered after).
 PORT_BASE, PORTS_PER_DOMAIN = 7400, 250
 SHARED_MEMORY = Path('/dev/shm')
+# Fast DDS's file name prefix: fastdds_ from Fast DDS 3 (Kilted), fastrtps_ before it
+# (Fast DDS 2.x: Jazzy, Humble).
+FAST_DDS_PREFIXES = ('fastdds_', 'fastrtps_')
 # A file younger than this may belong to a participant being created (not yet mapped
 # nor locked, which takes Fast DDS milliseconds): left alone. A process killed a moment
 # ago has already lost its mappings and locks, so a short margin does.
@@ -98,12 +101,12 @@ def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
     ports = range(first, first + PORTS_PER_DOMAIN)
     now = time.time()
     removed = []
-    for path in folder.glob('fastdds_*'):
+    for path in _fast_dds_files(folder):
         name = path.name
         if name.endswith('_el'):
             continue
-        if name.startswith('fastdds_port'):
-            number = name[len('fastdds_port'):]
+        number = _port_number(name)
+        if number is not None:
             if not number.isdigit() or not (int(number) in ports
                                             or int(number) < PORT_BASE):
                 continue
@@ -141,7 +144,7 @@ def owned_shared_memory(pids, folder: Path = SHARED_MEMORY) -> set[str]:
     except (OSError, ValueError):
         return set()
     owned = set()
-    for lock in folder.glob('fastdds_*_el'):
+    for lock in _fast_dds_files(folder, '_el'):
         try:
             status = lock.stat()
         except OSError:
@@ -150,9 +153,22 @@ def owned_shared_memory(pids, folder: Path = SHARED_MEMORY) -> set[str]:
             continue
         name = lock.name.removesuffix('_el')
         owned.update({lock.name, name})
-        if name.startswith('fastdds_port'):
+        if _port_number(name) is not None:
             owned.add(f'sem.{name}_mutex')
     return owned
+
+
+def _fast_dds_files(folder: Path, suffix: str = '') -> list[Path]:
+    """Fast DDS's files in ``folder`` (of either naming) whose names end in ``suffix``."""
+    return [path for prefix in FAST_DDS_PREFIXES for path in folder.glob(f'{prefix}*{suffix}')]
+
+
+def _port_number(name: str) -> str | None:
+    """The number of a port file (``fastdds_port7411``: '7411'), None for a segment."""
+    for prefix in FAST_DDS_PREFIXES:
+        if name.startswith(f'{prefix}port'):
+            return name[len(prefix) + len('port'):]
+    return None
 
 
 def remove_own_shared_memory(folder: Path = SHARED_MEMORY) -> list[str]:

@@ -48,13 +48,13 @@ from graph_fixtures import (  # noqa: E402
     scaled,
     wait_progressing,
 )
-from paths import REPO, TEST_DIR  # noqa: E402
+from paths import REPO, TEST_DIR, VENV  # noqa: E402
 
 from cecm_ros.msg import CapabilityBelief, Correction, CorrectionStatus, TaskRequest  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
 
 NODE_MODULES = Path(os.environ.get('CECM_NODE_MODULES',
-                                   REPO / '.venv' / 'node' / 'node_modules'))
+                                   VENV / 'node' / 'node_modules'))
 CLIENT = TEST_DIR / 'js' / 'roslib_client.mjs'
 PANEL = 'web_panel'
 GRAPH = (*NODES[:-1], PANEL, NODES[-1])     # the panel serves before the session starts

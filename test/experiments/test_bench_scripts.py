@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paths import REPO  # noqa: E402
+from paths import REPO, VENV  # noqa: E402
 
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
@@ -123,7 +123,7 @@ def test_the_load_harness_finds_internal_errors_in_node_logs_and_output(tmp_path
 
 def test_the_load_harness_runs_a_selection_beside_burners_and_reports_it(tmp_path):
     """A small real run: one burner per two cores, a pytest selection that passes."""
-    venv_pytest = BENCH.parent / '.venv' / 'bin' / 'pytest'
+    venv_pytest = VENV / 'bin' / 'pytest'
     if not venv_pytest.exists():
         pytest.skip(f'{venv_pytest} missing (make build)')
     done = subprocess.run(

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 from graph_fixtures import RosDomain, installed_or_skip, scaled
-from paths import REPO, TEST_DIR
+from paths import TEST_DIR, VENV
 
 pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 
@@ -35,7 +35,7 @@ def test_a_plugin_domain_runs_through_the_node_graph(tmp_path, plugin_site):
             filter(None, [str(plugin_site), str(TEST_DIR), env.get('PYTHONPATH', '')]))
         out = tmp_path / 'demo'
         done = subprocess.run(
-            [str(REPO / '.venv' / 'bin' / 'cecm'), 'demo', '--domain', 'errands',
+            [str(VENV / 'bin' / 'cecm'), 'demo', '--domain', 'errands',
              '--tasks', '3', '--samples', '100', '--seed', '1', '--no-plan-store',
              '--out', str(out)],
             env=env, cwd=tmp_path, capture_output=True, text=True,

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 from graph_fixtures import RosDomain, installed_or_skip, scaled
-from paths import REPO
+from paths import VENV
 
 from cecm_ros.core.dataset import load_dataset
 from cecm_ros.core.domain import NOOP
@@ -32,7 +32,7 @@ def session(tmp_path_factory):
     ros = RosDomain()
     try:
         done = subprocess.run(
-            [str(REPO / '.venv' / 'bin' / 'cecm'), 'demo', '--tasks', '2', '--samples', '60',
+            [str(VENV / 'bin' / 'cecm'), 'demo', '--tasks', '2', '--samples', '60',
              '--seed', '0', '--task-choice', 'given', '--out', str(out), '--record',
              str(recording)],
             env=ros.env, cwd=work, capture_output=True, text=True, timeout=scaled(600),
@@ -119,3 +119,16 @@ def test_a_recorded_session_becomes_a_dataset(session, capsys, model):
     code, _, err = _export(capsys, str(session['recording']), '--out', str(dataset_dir))
     assert code == 2 and 'exist already' in err
     assert json.loads((dataset_dir / 'partner.jsonl').read_text().splitlines()[0])['set'] == 1
+
+
+def test_the_demo_records_the_scene_and_the_health_for_foxglove(session):
+    """--record starts scene_markers too: the recording has what the Foxglove layout
+    (config/cecm.foxglove.json) shows beside the session's own topics."""
+    from cecm_ros.tools.recording import read_recording
+
+    assert session['code'] == 0, session['log']
+    topics = read_recording(session['recording'], types=()).topics
+    for name, type_name in (('/markers', 'visualization_msgs/msg/MarkerArray'),
+                            ('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray')):
+        assert name in topics and topics[name].type_name == type_name, sorted(topics)
+        assert topics[name].count > 0, name

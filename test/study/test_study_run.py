@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from browser_fixtures import browser_or_skip
 from graph_fixtures import RosDomain, installed_or_skip, scaled
-from paths import REPO
+from paths import REPO, VENV
 
 from cecm_ros.core.dataset import load_dataset
 from cecm_ros.domains import load_domain
@@ -31,7 +31,7 @@ from cecm_ros.domains import load_domain
 pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 
 WORKSHOP = REPO / 'config' / 'domains' / 'workshop' / 'domain.yaml'
-CECM = str(REPO / '.venv' / 'bin' / 'cecm')
+CECM = str(VENV / 'bin' / 'cecm')
 PROTOCOL = f"""
 study: workshop-run
 domain: {WORKSHOP}

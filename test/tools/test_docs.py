@@ -15,10 +15,12 @@ DOC = REPO / 'docs' / 'nodes.md'
 NODES = {'world_sim': 'WorldSim', 'joint_planner': 'JointPlannerNode',
          'capability_estimator': 'CapabilityEstimator', 'simulated_human': 'SimulatedHumanNode',
          'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel',
-         'skill_bridge': 'SkillBridge'}
+         'skill_bridge': 'SkillBridge', 'scene_markers': 'SceneMarkers',
+         'joy_corrections': 'JoyCorrections'}
 # Documented once for every node, at the top of the section "Nodes".
 COMMON = {'use_sim_time', 'start_type_description_service', 'domain', 'household_file',
-          'capabilities_file', 'tidyup.household', 'tidyup.capabilities', 'overcooked.file'}
+          'capabilities_file', 'tidyup.household', 'tidyup.capabilities', 'overcooked.file',
+          'diagnostics_period_s'}
 
 
 def _section(node: str) -> str:

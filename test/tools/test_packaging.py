@@ -4,6 +4,7 @@ The interface and DDS tests need the colcon build (`make build`): they import th
 generated cecm_ros.msg/srv/action modules and rclpy from the environment.
 """
 
+import ast
 import os
 import re
 import runpy
@@ -31,6 +32,8 @@ EXPECTED_NODES = {
     'web_panel',
     'session_recorder',
     'skill_bridge',
+    'scene_markers',
+    'joy_corrections',
 }
 
 
@@ -134,6 +137,44 @@ def test_cmake_nodes_match_setup_py_console_scripts(monkeypatch):
     scripts = console_scripts(setup_py_kwargs(monkeypatch))
     assert scripts.pop('cecm') == 'cecm_ros.tools.cli:main'
     assert scripts == {node: f'cecm_ros.nodes.{node}:main' for node in nodes}
+
+
+def test_the_launch_file_starts_installed_executables_with_files_the_package_has(monkeypatch):
+    """Without launch (not on PyPI) the launch file is read, not run: every node it
+    starts is one of the package's executables (or rviz2), every config file it names is
+    there, every argument it reads is declared, and docs/nodes.md names each one."""
+    path = REPO / 'launch' / 'cecm_graph.launch.py'
+    tree = ast.parse(path.read_text(), str(path))
+    scripts = console_scripts(setup_py_kwargs(monkeypatch))
+    arguments = next([key.value for key in node.value.keys] for node in tree.body
+                     if isinstance(node, ast.Assign)
+                     and getattr(node.targets[0], 'id', '') == 'ARGUMENTS')
+    started, configs, read = set(), set(), set()
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = getattr(call.func, 'id', '')
+        constants = [a.value for a in call.args if isinstance(a, ast.Constant)]
+        if name == 'Node':
+            keywords = {k.arg: k.value for k in call.keywords}
+            executable = keywords['executable']
+            if isinstance(executable, ast.Constant):
+                package = keywords['package']
+                started.add(('rviz2' if isinstance(package, ast.Constant) else 'cecm_ros',
+                             executable.value))
+        elif name == '_config':
+            configs.update(constants)
+        elif name == 'LaunchConfiguration':
+            read.update(constants)
+        elif name == '_flag':
+            read.update(c for c in constants if isinstance(c, str))
+    assert ('cecm_ros', 'scene_markers') in started and ('cecm_ros', 'joy_corrections') in started
+    for package, executable in started:
+        assert executable in scripts or (package, executable) == ('rviz2', 'rviz2'), executable
+    assert 'cecm.rviz' in configs
+    for name in configs:
+        assert (REPO / 'config' / name).is_file(), f'{path}: config/{name} is missing'
+    assert read <= set(arguments), f'read but not declared: {sorted(read - set(arguments))}'
+    documented = (REPO / 'docs' / 'nodes.md').read_text()
+    assert not [a for a in arguments if f'`{a}`' not in documented]
 
 
 def test_cmake_lists_every_interface_file():

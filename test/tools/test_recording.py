@@ -16,6 +16,7 @@ import gc
 import json
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -419,8 +420,10 @@ def recorded(tmp_path_factory):
         }
         for node in NODES:
             processes.start(node, overrides.get(node))
+        # As under `cecm demo --record`: the scene for Foxglove's layout is recorded too.
+        processes.start('scene_markers')
         state['discovered'] = client.wait_for_nodes(
-            [*NODES, 'session_recorder', 'killed_recorder'], 30.0)
+            [*NODES, 'session_recorder', 'killed_recorder', 'scene_markers'], 30.0)
         processes.start(MANAGER)
         state['session_code'] = processes.wait_for_exit('task_manager',
                                                         'the end of the session')
@@ -546,3 +549,90 @@ def test_the_runs_are_the_tasks_the_estimator_logged_in_its_order(recorded):
     runs = reconstruct_runs(*session_records(read_recording(recorded['full']))).runs
     assert [(r.task_id, len(r.states)) for r in runs] == logged
     assert recorded['killed_code'] == -signal.SIGKILL   # it really died without closing
+
+
+# ------------------------------------------------------------- the Foxglove layout
+LAYOUT = Path(__file__).resolve().parents[2] / 'config' / 'cecm.foxglove.json'
+# The panels the layout may name: the settings Foxglove reads from each (name -> type),
+# and the message types its topic may carry (None: any).
+PANELS = {
+    '3D': ({'cameraState': dict, 'followTf': str, 'topics': dict, 'layers': dict},
+           {'visualization_msgs/msg/MarkerArray', 'visualization_msgs/msg/Marker'}),
+    'DiagnosticSummary': ({'topicToRender': str, 'minLevel': int, 'pinnedIds': list,
+                           'sortByLevel': bool}, {'diagnostic_msgs/msg/DiagnosticArray'}),
+    'Plot': ({'paths': list}, None),
+    'RawMessages': ({'topicPath': str}, None),
+    'RosOut': ({'topicToRender': str, 'minLogLevel': int}, {'rcl_interfaces/msg/Log'}),
+}
+
+
+def _leaves(tree) -> list[str]:
+    """The panel ids of a Foxglove layout tree (a mosaic of splits)."""
+    if isinstance(tree, str):
+        return [tree]
+    assert isinstance(tree, dict) and tree.get('direction') in ('row', 'column'), tree
+    assert 0 < tree.get('splitPercentage', 50) < 100, tree
+    return _leaves(tree['first']) + _leaves(tree['second'])
+
+
+def _panel_topics(kind: str, config: dict) -> list[tuple[str, str]]:
+    """(topic, message path after it or '') of each topic a panel's settings name."""
+    if kind == '3D':
+        return [(topic, '') for topic in config['topics']]
+    if kind == 'Plot':
+        found = []
+        for path in config['paths']:
+            assert {'value', 'enabled', 'timestampMethod'} <= set(path), path
+            topic, _, field_path = path['value'].partition('.')
+            found.append((topic, field_path))
+        return found
+    if kind == 'RawMessages':
+        return [(config['topicPath'], '')]
+    return [(config['topicToRender'], '')]
+
+
+def test_the_foxglove_layout_names_known_panels_with_their_settings():
+    layout = json.loads(LAYOUT.read_text())
+    assert set(layout) >= {'configById', 'layout', 'globalVariables', 'playbackConfig'}
+    panels = layout['configById']
+    assert sorted(_leaves(layout['layout'])) == sorted(panels)
+    for panel_id, config in panels.items():
+        kind, bang, _ = panel_id.partition('!')
+        assert bang and kind in PANELS, f'{panel_id}: not a panel this layout may name'
+        settings, _ = PANELS[kind]
+        for key, kind_of in settings.items():
+            assert isinstance(config.get(key), kind_of), f'{panel_id}: {key} {config.get(key)!r}'
+        for topic, _ in _panel_topics(kind, config):
+            assert topic.startswith('/'), f'{panel_id}: {topic!r} is not an absolute topic'
+
+
+def test_the_recording_opens_with_the_foxglove_layout(recorded):
+    """Every topic the layout shows is in the recording, of a type its panel draws; a
+    plotted field is in its messages; the 3D panel's markers are in its frame."""
+    assert recorded['session_code'] == 0, recorded['logs']
+    layout = json.loads(LAYOUT.read_text())
+    topics = read_recording(recorded['full'], types=()).topics
+    wanted = {}
+    for panel_id, config in layout['configById'].items():
+        kind = panel_id.partition('!')[0]
+        _, types = PANELS[kind]
+        for topic, field_path in _panel_topics(kind, config):
+            assert topic in topics and topics[topic].count > 0, \
+                f'{panel_id}: {topic} is not in the recording ({sorted(topics)})'
+            assert types is None or topics[topic].type_name in types, \
+                f'{panel_id}: {topic} carries {topics[topic].type_name}'
+            wanted.setdefault(topics[topic].type_name, []).append((topic, field_path))
+    recording = read_recording(recorded['full'], types=wanted)
+    for type_name, uses in wanted.items():
+        for topic, field_path in uses:
+            messages = [m.message for m in recording.of_type(type_name) if m.topic == topic]
+            assert messages, f'{topic}: no {type_name} decoded'
+            for name in filter(None, field_path.split('.')):
+                messages = [getattr(m, name) for m in messages]
+            if field_path:
+                assert all(isinstance(v, float) for v in messages), (topic, field_path)
+    frame = layout['configById']['3D!cecm_scene']['followTf']
+    arrays = [m.message for m in recording.of_type('visualization_msgs/msg/MarkerArray')]
+    drawn = [m for array in arrays for m in array.markers if m.action == 0]   # ADD
+    assert drawn and {m.header.frame_id for m in drawn} == {frame}
+    assert {'places', 'agents', 'belief'} <= {m.ns for m in drawn}

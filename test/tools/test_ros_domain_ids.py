@@ -7,6 +7,8 @@ import mmap
 import os
 import time
 
+import pytest
+
 from cecm_ros.tools import ros_domain_ids as domain_ids
 from cecm_ros.tools.ros_domain_ids import remove_stale_shared_memory, reserve_domain_id
 
@@ -14,11 +16,16 @@ DOMAIN = 7
 PORT = domain_ids.PORT_BASE + domain_ids.PORTS_PER_DOMAIN * DOMAIN + 11   # a user port
 
 
-def _port(folder, number: int, lock: bool = True, age_s: float = 60.0):
+# Either naming: Fast DDS 3 (Kilted) and Fast DDS 2.x (Jazzy, Humble).
+PREFIXES = pytest.mark.parametrize('prefix', domain_ids.FAST_DDS_PREFIXES)
+
+
+def _port(folder, number: int, lock: bool = True, age_s: float = 60.0,
+          prefix: str = 'fastdds_'):
     """A port file as Fast DDS leaves it: the port, its _el lock file, its mutex."""
-    names = [f'fastdds_port{number}', f'sem.fastdds_port{number}_mutex']
+    names = [f'{prefix}port{number}', f'sem.{prefix}port{number}_mutex']
     if lock:
-        names.append(f'fastdds_port{number}_el')
+        names.append(f'{prefix}port{number}_el')
     old = time.time() - age_s
     for name in names:
         (folder / name).write_bytes(b'\0' * 64)
@@ -26,21 +33,22 @@ def _port(folder, number: int, lock: bool = True, age_s: float = 60.0):
     return folder / names[0]
 
 
-def test_ports_of_dead_participants_in_the_domain_are_removed_and_nothing_else(tmp_path):
-    dead = _port(tmp_path, PORT)
+@PREFIXES
+def test_ports_of_dead_participants_in_the_domain_are_removed_and_nothing_else(tmp_path, prefix):
+    dead = _port(tmp_path, PORT, prefix=prefix)
     # LOCALHOST discovery: rmw_fastrtps numbers every participant's discovery port from
     # 7000, whatever its domain; a dead one is a zombie for any domain.
-    dead_discovery = _port(tmp_path, 7003)
-    never_listened = _port(tmp_path, PORT + 2, lock=False)
-    other_domain = _port(tmp_path, PORT + domain_ids.PORTS_PER_DOMAIN)
-    young = _port(tmp_path, PORT + 4, age_s=0.0)
-    held = _port(tmp_path, PORT + 6)
-    mapped = _port(tmp_path, PORT + 8)
-    segment = tmp_path / 'fastdds_0123456789abcdef'
+    dead_discovery = _port(tmp_path, 7003, prefix=prefix)
+    never_listened = _port(tmp_path, PORT + 2, lock=False, prefix=prefix)
+    other_domain = _port(tmp_path, PORT + domain_ids.PORTS_PER_DOMAIN, prefix=prefix)
+    young = _port(tmp_path, PORT + 4, age_s=0.0, prefix=prefix)
+    held = _port(tmp_path, PORT + 6, prefix=prefix)
+    mapped = _port(tmp_path, PORT + 8, prefix=prefix)
+    segment = tmp_path / f'{prefix}0123456789abcdef'
     segment.write_bytes(b'\0' * 64)
-    (tmp_path / 'fastdds_0123456789abcdef_el').write_bytes(b'')
+    (tmp_path / f'{prefix}0123456789abcdef_el').write_bytes(b'')
     os.utime(segment, (time.time() - 60, time.time() - 60))
-    lock = os.open(tmp_path / f'fastdds_port{PORT + 6}_el', os.O_RDWR)
+    lock = os.open(tmp_path / f'{prefix}port{PORT + 6}_el', os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # a live owner
     with open(mapped, 'r+b') as stream, mmap.mmap(stream.fileno(), 0):
         try:
@@ -75,14 +83,15 @@ def test_a_reserved_id_is_held_and_the_next_reservation_takes_another():
         first.release()
 
 
-def test_the_files_a_process_owns_are_found_by_their_locks_and_removed(tmp_path):
-    mine = _port(tmp_path, PORT)
-    other = _port(tmp_path, PORT + 2)
-    segment = tmp_path / 'fastdds_0123456789abcdef'
+@PREFIXES
+def test_the_files_a_process_owns_are_found_by_their_locks_and_removed(tmp_path, prefix):
+    mine = _port(tmp_path, PORT, prefix=prefix)
+    other = _port(tmp_path, PORT + 2, prefix=prefix)
+    segment = tmp_path / f'{prefix}0123456789abcdef'
     segment.write_bytes(b'\0' * 64)
-    (tmp_path / 'fastdds_0123456789abcdef_el').write_bytes(b'')
+    (tmp_path / f'{prefix}0123456789abcdef_el').write_bytes(b'')
     locks = [os.open(tmp_path / name, os.O_RDWR)
-             for name in (f'{mine.name}_el', 'fastdds_0123456789abcdef_el')]
+             for name in (f'{mine.name}_el', f'{prefix}0123456789abcdef_el')]
     for descriptor in locks:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     try:
