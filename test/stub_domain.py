@@ -85,7 +85,11 @@ class Errands(AtomSetStates, Domain):
         return 0.0 if action == NOOP else ROBOT_COST if ROBOT in action else HUMAN_COST
 
     def exercised_capabilities(self, trajectory) -> np.ndarray:
-        return np.array([f'(ran-by-partner {e})' in trajectory[-1] for e in self.errands])
+        """The errands the partner is seen to run: at some step their atom appears."""
+        return np.array([any(f'(ran-by-partner {e})' in after and
+                             f'(ran-by-partner {e})' not in before
+                             for before, after in zip(trajectory, trajectory[1:]))
+                         for e in self.errands])
 
 
 class Tasks:

@@ -297,7 +297,9 @@ class WorldModel(ABC, Generic[StateT]):
 
     def exercised_capabilities(self, trajectory: Sequence[StateT]) -> np.ndarray:
         """Capabilities the partner provably used along ``trajectory`` (none by default:
-        proof makes a capability certain, so a domain that cannot tell says nothing)."""
+        proof makes a capability certain, so a domain that cannot tell says nothing):
+        the union of what each step proves, a step asked about alone (the likelihood's
+        misperception term counts the steps one at a time)."""
         return np.zeros(len(self.catalog), dtype=bool)
 
     # ------------------------------------------------------------------- tasks
@@ -410,6 +412,27 @@ class Domain(WorldModel[StateT], StateCodec[StateT]):
         (a domain whose goal is one atom says more)."""
         facts = set(self.state_facts(state))
         return float(sum(atom in facts for atom in task.goal))
+
+    def misperceived(self, state: StateT, rng: np.random.Generator, missed: float,
+                     spurious: float) -> StateT:
+        """``state`` as a perception reports it that misses each true fact with
+        probability ``missed`` and with probability ``spurious`` sees one false fact
+        (:mod:`~cecm_ros.core.world_conditions`). By default through the state's facts,
+        the false one drawn from :meth:`perceivable_facts`; a domain whose states are not
+        any set of facts says what a glitch looks like in its own terms."""
+        facts = self.state_facts(state)
+        kept = [fact for fact, draw in zip(facts, rng.random(len(facts))) if draw >= missed]
+        if rng.random() < spurious:
+            present = set(facts)
+            absent = [fact for fact in self.perceivable_facts() if fact not in present]
+            if absent:
+                kept.append(absent[int(rng.integers(len(absent)))])
+        return self.state_from_wire(kept, [])
+
+    def perceivable_facts(self) -> Sequence[str]:
+        """The facts a perception may see, true or not (none by default: no false fact
+        is ever seen)."""
+        return ()
 
     def interchangeable_capabilities(self) -> tuple[tuple[int, ...], ...]:
         """Groups of capabilities that serve the same purpose (two plates, two knives),

@@ -38,6 +38,7 @@ from .inference import (
 from .likelihood import (
     LAPSE_LIKELIHOODS,
     LIKELIHOODS,
+    MISPERCEPTION_LIKELIHOODS,
     PLAN_SET_LIKELIHOODS,
     FittedLapseLikelihoodModel,
     Likelihood,
@@ -102,6 +103,9 @@ class EstimatorSettings:
     bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
     likelihood_seeds: int | None = None   # kernel, usage: searches per hypothesis
     known_mass: float = 0.99          # graded: posterior mass that makes a capability known
+    # graded: chance that an observed step shows a partner change that did not happen (a
+    # perception glitch); 0 takes what is seen as true (core/likelihood.py).
+    misperception: float = 0.0
 
     def __post_init__(self):
         if self.inference not in INFERENCE_MODES:
@@ -151,6 +155,13 @@ class EstimatorSettings:
         if self.likelihood_seeds is not None and self.likelihood_seeds < 1:
             raise ConfigError(f'likelihood_seeds must be at least 1, got '
                               f'{self.likelihood_seeds}')
+        if not 0.0 <= self.misperception < 0.5:
+            raise ConfigError(f'misperception must lie in [0, 0.5), got {self.misperception}')
+        if self.misperception and self.likelihood is not None \
+                and self.likelihood not in MISPERCEPTION_LIKELIHOODS:
+            raise ConfigError(f'misperception {self.misperception:g}: the {self.likelihood} '
+                              f'likelihood cannot weigh a glitch; use one of '
+                              f'{", ".join(MISPERCEPTION_LIKELIHOODS)}')
         if not 0.5 < self.known_mass < 1.0:
             raise ConfigError(f'known_mass must lie in (0.5, 1), got {self.known_mass}')
         if self.inference == 'posterior' and self.decay is not None:
@@ -189,7 +200,7 @@ class EstimatorSettings:
         bandwidth = DEFAULT_LIKELIHOOD['bandwidth'] if self.bandwidth is None \
             else self.bandwidth
         return Likelihood.named(self.likelihood or DEFAULT_LIKELIHOOD['likelihood'],
-                                self.epsilon, lapse, bandwidth)
+                                self.epsilon, lapse, bandwidth, self.misperception)
 
     @property
     def variant(self) -> str:
@@ -229,7 +240,8 @@ NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samp
                    'proposal_floor': EstimatorSettings().proposal_floor,
                    'likelihood': '', 'lapse': -1.0,
                    'bandwidth': -1.0, 'likelihood_seeds': 0,
-                   'known_mass': EstimatorSettings().known_mass}
+                   'known_mass': EstimatorSettings().known_mass,
+                   'misperception': EstimatorSettings().misperception}
 
 
 def settings_from_parameters(values: dict, default_epsilon: float | None = None
@@ -252,7 +264,7 @@ def settings_from_parameters(values: dict, default_epsilon: float | None = None
         lapse=values['lapse'] if values['lapse'] >= 0 else None,
         bandwidth=values['bandwidth'] if values['bandwidth'] >= 0 else None,
         likelihood_seeds=values['likelihood_seeds'] or None,
-        known_mass=values['known_mass'])
+        known_mass=values['known_mass'], misperception=values['misperception'])
     return replace(settings, window=window or None) if window >= 0 else settings
 
 

@@ -15,6 +15,13 @@ The posterior (``weighted_posterior``) multiplies, per task, a likelihood
   (Wilkinson 2013: ABC is exact inference under an explicit error model); the share of
   several seeded searches is its pseudo-marginal estimate (Andrieu & Roberts 2009) of the
   chance that a partner who plans like ``c``, but with its own seed, lands there.
+* ``misperception`` (0 by default: perception is taken as true) is the chance that one
+  observed step shows the partner change the world when it did not: a perception glitch.
+  With it, ``F`` is no longer 0 or 1 but, up to a factor common to every ``c``,
+  ``(misperception / (1 - misperception)) ** k``, ``k`` the observed steps that only an
+  action ``c`` cannot take explains (each of them must then be a glitch), so
+  one glitch costs the true vector weight instead of ruling it out, and no capability is
+  certain from one sighting; what the steps prove then weighs like any other evidence.
 * ``lapse`` is the chance that the partner did something none of its modelled plans
   does (a detour, a preference, a slip). It keeps a hypothesis that fails one task of
   five in the running instead of discarding it, which is what makes the estimator
@@ -59,6 +66,9 @@ LAPSE_GRID = (0.01, 0.03, 0.06, 0.1, 0.15, 0.22, 0.3, 0.38, 0.45)
 # kernel and the indicator by the set's closest plan, usage by how often its plans use
 # each capability. The stepwise likelihood follows one plan.
 PLAN_SET_LIKELIHOODS = ('kernel', 'usage', 'indicator')
+# The likelihoods whose feasibility term a misperception probability softens (the
+# indicator has none; the fitted lapse's tasks combine by slips, which it does not weigh).
+MISPERCEPTION_LIKELIHOODS = ('kernel', 'stepwise', 'usage')
 # Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
 # any seed a simulated partner searches with, so the two never share a random stream.
 LIKELIHOOD_SEED_BASE = 1_500_000_007
@@ -72,6 +82,7 @@ class Likelihood:
     lapse: float = 0.0
     bandwidth: float = 0.0
     feasibility: bool = True
+    misperception: float = 0.0
 
     def __post_init__(self):
         if not 0.0 < self.epsilon <= 1.0:
@@ -80,17 +91,24 @@ class Likelihood:
             raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
         if self.bandwidth < 0.0:
             raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
+        if not 0.0 <= self.misperception < 0.5:
+            raise ConfigError(f'misperception must lie in [0, 0.5), got {self.misperception}')
 
     @classmethod
-    def named(cls, kind: str, epsilon: float, lapse: float, bandwidth: float) -> Likelihood:
+    def named(cls, kind: str, epsilon: float, lapse: float, bandwidth: float,
+              misperception: float = 0.0) -> Likelihood:
         if kind not in LIKELIHOODS:
             raise ConfigError(f'unknown likelihood {kind!r}; choose one of '
                               f'{", ".join(LIKELIHOODS)}')
+        if misperception and kind not in MISPERCEPTION_LIKELIHOODS:
+            raise ConfigError(f'misperception {misperception:g}: the {kind} likelihood '
+                              f'has no feasibility term to soften; use one of '
+                              f'{", ".join(MISPERCEPTION_LIKELIHOODS)}')
         if kind == 'indicator':
             return cls(epsilon, 0.0, 0.0, feasibility=False)
         if kind in LAPSE_LIKELIHOODS and not 0.0 < lapse < 0.5:
             raise ConfigError(f'the {kind} likelihood needs a lapse in (0, 0.5), got {lapse}')
-        return cls(epsilon, lapse, bandwidth, feasibility=True)
+        return cls(epsilon, lapse, bandwidth, feasibility=True, misperception=misperception)
 
     @property
     def hard(self) -> bool:
@@ -183,10 +201,37 @@ class LikelihoodModel:
 
     def proven(self, observed: Sequence, size: int) -> np.ndarray:
         """The capabilities ``observed`` proves the partner has (none without a domain
-        function, or for a likelihood without the feasibility term)."""
-        if self._exercised_of is None or not self.likelihood.feasibility:
+        function, for a likelihood without the feasibility term, or where a glitch may
+        have shown what did not happen: then they are evidence, weighed by
+        :meth:`log_feasibility`)."""
+        if self._exercised_of is None or not self.likelihood.feasibility \
+                or self.likelihood.misperception:
             return np.zeros(size, dtype=bool)
         return self._used_along(observed)
+
+    def _sightings(self, observed: Sequence, size: int) -> np.ndarray:
+        """Per capability, at how many observed steps only a partner action gated by it
+        explains the change (each step asked alone, so one capability per step)."""
+        counts = np.zeros(size)
+        if self._exercised_of is None:
+            return counts
+        for before, after in zip(observed, observed[1:]):
+            if before != after:
+                counts += self._used_along((before, after))
+        return counts
+
+    def log_feasibility(self, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        """log F per vector: 0 where it has every capability ``observed`` shows used;
+        elsewhere -inf, or with a misperception probability ``k`` times its log for the
+        ``k`` steps only a glitch then explains (module docstring)."""
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
+        rate = self.likelihood.misperception
+        if not rate or not self.likelihood.feasibility:
+            return np.where(self.feasible(vectors, observed), 0.0, -np.inf)
+        glitches = (~vectors).astype(float) @ self._sightings(observed, vectors.shape[1])
+        # Odds against each: a vector with the capability explains the step unless it
+        # was a glitch (1 - rate), one without only if it was (rate).
+        return glitches * (np.log(rate) - np.log1p(-rate))
 
     def _used_along(self, trajectory) -> np.ndarray:
         """The capabilities ``trajectory`` proves used (the domain's answer, memoised:
@@ -223,12 +268,13 @@ class LikelihoodModel:
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
-        feasible = self.feasible(vectors, observed)
+        log_f = self.log_feasibility(vectors, observed)
         logs = np.full(len(vectors), -np.inf)
-        if feasible.any():
-            rows = np.flatnonzero(feasible)
+        rows = np.flatnonzero(np.isfinite(log_f))
+        if len(rows):
             distances = self.search_distances(task, vectors[rows], observed)
-            logs[rows] = self.likelihood.log_values(distances, np.ones(len(rows), dtype=bool))
+            logs[rows] = self.likelihood.log_values(distances, np.ones(len(rows), dtype=bool)) \
+                + log_f[rows]
         return logs
 
 
@@ -290,11 +336,14 @@ class StepwiseLikelihoodModel(LikelihoodModel):
             self.log_likelihood(task, vectors, observed)
 
     def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         slips = self.slips(task, vectors, observed)
         steps = len(observed) - 1
         lapse = self.likelihood.lapse
         with np.errstate(invalid='ignore'):
             logs = slips * np.log(lapse) + (steps - slips) * np.log1p(-lapse)
+        if self.likelihood.misperception and len(vectors):
+            logs = logs + self.log_feasibility(vectors, observed)
         return np.where(np.isfinite(slips), logs, -np.inf)
 
     def slips(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
@@ -303,7 +352,9 @@ class StepwiseLikelihoodModel(LikelihoodModel):
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
-        feasible = self.feasible(vectors, observed)
+        # Under a misperception probability every vector is walked (F weighs, not rules).
+        feasible = self.feasible(vectors, observed) if not self.likelihood.misperception \
+            else np.ones(len(vectors), dtype=bool)
         slips = np.where(feasible, 0.0, np.inf)
         rows = np.flatnonzero(feasible)
         if not len(rows):
@@ -400,10 +451,10 @@ class UsageLikelihoodModel(LikelihoodModel):
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
-        shown = self.proven(observed, vectors.shape[1])
-        feasible = self.feasible(vectors, observed)
+        shown = self._used_along(observed)
+        log_f = self.log_feasibility(vectors, observed)
         logs = np.full(len(vectors), -np.inf)
-        rows = np.flatnonzero(feasible)
+        rows = np.flatnonzero(np.isfinite(log_f))
         if not len(rows):
             return logs
         lapse = self.likelihood.lapse
@@ -424,7 +475,7 @@ class UsageLikelihoodModel(LikelihoodModel):
         frequency = np.clip((frequency + 1.0) / (len(self.evaluators) + 2.0),
                             lapse, 1.0 - lapse)
         terms = np.where(shown[None, :], np.log(frequency), np.log1p(-frequency))
-        logs[rows] = terms.sum(axis=1)
+        logs[rows] = terms.sum(axis=1) + log_f[rows]
         return logs
 
 

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .domain import HUMAN, NOOP, Domain, JointPlan, JointStep, Planner, State, Task
+from .domain import HUMAN, NOOP, ROBOT, Domain, JointPlan, JointStep, Planner, State, Task
 from .errors import CecmError, ConfigError, UnsolvableTaskError
 from .simulator import ActionOutcome, WorldSimulator
+from .world_conditions import Perception, SkillFailures, WorldConditions, evidence_trajectory
 
 if TYPE_CHECKING:
     from .partner_policies import PolicyPartner
@@ -47,7 +48,8 @@ def off_plan(plan: JointPlan, done: int, state: State) -> bool:
 class ReplanRule:
     """When a robot that follows a joint plan re-plans, and for whom.
 
-    Always after a correction (the paper's protocol). With ``follow_world``, after a
+    Always after a correction (the paper's protocol) and after the robot's own skill
+    failed (the world is not where its plan goes on from). With ``follow_world``, after a
     step nobody answered (silence is consent, but nobody then enforces the partner's
     plan), also when the world is not where the plan predicted (:func:`off_plan`), and,
     after ``idle_limit`` such steps in a row in which the plan gave the partner an
@@ -70,11 +72,12 @@ class ReplanRule:
         self.idle, self.alone = 0, False
 
     def after_step(self, plan: JointPlan, done: int, before: State, state: State,
-                   corrected: bool, answered: bool = True) -> str | None:
+                   corrected: bool, answered: bool = True, failed: bool = False
+                   ) -> str | None:
         """After ``done`` steps of ``plan`` took the world from ``before`` to ``state``:
         None (go on), 'belief' (re-plan under the estimate) or 'alone' (re-plan with a
         partner who does nothing; the caller sets ``alone`` once such a plan exists)."""
-        if corrected:
+        if corrected or failed:
             self.idle = 0
             return 'alone' if self.alone else 'belief'
         if not self.follow_world or answered or not off_plan(plan, done, state):
@@ -746,14 +749,16 @@ class RobotTeammate:
             return NOOP
         return self.plan.steps[self.step_index].robot
 
-    def after_step(self, corrected: bool, state: State, answered: bool = True) -> None:
+    def after_step(self, corrected: bool, state: State, answered: bool = True,
+                   failed: bool = False) -> None:
         """Advance along the plan, or re-plan from ``state`` when the rule says so
-        (``answered``: whether anyone answered the step's intent)."""
+        (``answered``: whether anyone answered the step's intent; ``failed``: the
+        robot's skill for it failed)."""
         before, self.state = self.state, state
         self.step_index += 1
         assert self.task is not None and self.plan is not None, 'no task begun'
         replan = self.rule.after_step(self.plan, self.step_index, before, state, corrected,
-                                      answered)
+                                      answered, failed)
         if replan is None:
             return
         here = self.planner.domain.task_from_state(self.task, state)
@@ -784,6 +789,7 @@ class StepRecord:
     corrected: bool
     deviated: bool = False   # the partner did not take its plan's step (the robot waited)
     answered: bool = True    # the partner answered the intent (a policy: only corrections)
+    robot_failed: bool = False   # the robot's skill failed (the world did not change for it)
 
 
 @dataclass
@@ -793,28 +799,48 @@ class TaskRecord:
     task: Task
     robot_plan: JointPlan        # the robot's plan at the start, under its estimate
     human_plan: JointPlan        # the partner's plan under its true capabilities
-    trajectory: list[State]      # observed joint states s_0..s_H
+    trajectory: list[State]      # the world's joint states s_0..s_H
+    # What perception reported of them (the same states in a perfect world).
+    observed: list[State] = field(default_factory=list)
     corrections: int = 0
     robot_decisions: int = 0     # steps where the robot intended or was asked to act
     partner_deviations: int = 0  # the partner's steps that were not its plan's step then
     replans: int = 0
     goal_reached: bool = False
     steps: list[StepRecord] = field(default_factory=list)
+    misperceived: int = 0        # observed states that were not the world's
+    robot_failures: int = 0      # robot actions whose skill failed
+
+    def evidence(self) -> list[State]:
+        """What an estimator weighs of this task: the observed states without the
+        robot's failed steps that changed nothing seen (world_conditions)."""
+        return evidence_trajectory(self.observed or self.trajectory,
+                                   [step.robot_failed for step in self.steps])
 
 
 def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
-                    human: SimulatedHuman | PolicyPartner) -> TaskRecord:
+                    human: SimulatedHuman | PolicyPartner,
+                    conditions: WorldConditions | None = None, seed: int = 0) -> TaskRecord:
     """Execute one task with both teammates; the world follows the self-loop rule.
 
     A partner that enforces its plan (:class:`SimulatedHuman`) answers every intent, so
     the robot re-plans only after corrections (the paper's protocol); a policy partner
     answers only when it corrects, and after a step it left unanswered the robot follows
-    the world as its :class:`ReplanRule` says (give the robot ``follow_world``)."""
+    the world as its :class:`ReplanRule` says (give the robot ``follow_world``).
+
+    ``conditions`` make the world an imperfect one (perception noise, skills that fail:
+    :mod:`~cecm_ros.core.world_conditions`), drawn from streams of ``seed`` and the task:
+    a failed robot action leaves the world as it was, and both teammates go on from
+    there (the robot re-plans, a partner whose plan expected the robot's change too)."""
     start = model.initial_state(task)
     world = WorldSimulator(model, human.capabilities, start)
     robot_plan = robot.begin_task(task)
     human_plan = human.begin_task(task)
     record = TaskRecord(task, robot_plan, human_plan, trajectory=world.trajectory)
+    conditions = conditions or WorldConditions()
+    perception = Perception(model, conditions, seed, task.task_id)
+    failures = SkillFailures(conditions.skill_failure, seed, task.task_id)
+    record.observed.append(perception.see(start))
     # As the node graph's executor does, the task ends when its goal holds (a partner's
     # satisficing plan may have steps left that change nothing the goal asks for).
     while not human.finished and not world.goal_reached(task):
@@ -824,15 +850,28 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
         executed = correction.corrected if correction else intended
         if intended != NOOP or executed != NOOP:
             record.robot_decisions += 1
-        robot_outcome, human_outcome = world.step(executed, human.current_step.human)
+        failed = executed != NOOP and failures.fails()
+        robot_outcome, human_outcome = world.step(NOOP if failed else executed,
+                                                  human.current_step.human)
+        if failed:
+            robot_outcome = ActionOutcome(ROBOT, executed, False, 'the skill failed')
+        record.observed.append(perception.see(world.state))
         answered = human.enforces_plan or correction is not None
         record.steps.append(StepRecord(human.step, intended, robot_outcome,
                                        human_outcome, correction is not None,
-                                       human.deviating, answered))
+                                       human.deviating, answered, failed))
         record.corrections += correction is not None
         human.advance(world.state)
-        robot.after_step(correction is not None, world.state, answered=answered)
+        if failed and not human.expects(world.state):
+            try:   # its plan counted on the robot's change
+                human.replan(world.state)
+            except CecmError:
+                pass   # it goes on with the plan it has
+        robot.after_step(correction is not None, world.state, answered=answered,
+                         failed=failed)
     record.replans = robot.replans
+    record.misperceived = perception.misperceived
+    record.robot_failures = failures.failed
     record.partner_deviations = human.deviations
     record.goal_reached = world.goal_reached(task)
     return record

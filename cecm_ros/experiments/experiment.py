@@ -45,6 +45,7 @@ from cecm_ros.core.partners import (
 )
 from cecm_ros.core.task_choice import choose_task
 from cecm_ros.core.tasks import TaskSequence, heldout_seed
+from cecm_ros.core.world_conditions import WORLD_SETTINGS, WorldConditions
 from cecm_ros.domains import baseline_planner_for, planner_for
 from cecm_ros.experiments.run_files import (
     failure_record,
@@ -92,6 +93,11 @@ class ExperimentSettings:
     # CE-CM-Div: delta, the share of states a plan must differ in from every plan kept
     # before it (appendix C.3); None: the paper's 0.35 (PLAN_SET_DEFAULTS).
     set_diversity: float | None = None
+    # The world a robot meets (core/world_conditions.py): perception noise and failing
+    # skills, each off (0) by default.
+    perception_missed: float = 0.0
+    perception_spurious: float = 0.0
+    skill_failure: float = 0.0
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -119,6 +125,28 @@ class ExperimentSettings:
             raise ConfigError(f'heldout must be at least 0, got {self.heldout}')
         if self.set_diversity is not None and not 0.0 <= self.set_diversity <= 1.0:
             raise ConfigError(f'set_diversity must lie in [0, 1], got {self.set_diversity}')
+        self.world   # checks the world's settings
+
+    @property
+    def world(self) -> WorldConditions:
+        return WorldConditions(self.perception_missed, self.perception_spurious,
+                               self.skill_failure)
+
+    def identity(self) -> dict[str, Any]:
+        """These settings as a run's identity: all but the number of runs and of jobs
+        (which change no run), and without the settings added later at their off value,
+        so that runs made before those settings existed are still found."""
+        described = asdict(self)
+        del described['runs'], described['jobs']
+        for later in ('partner_behaviour', 'set_diversity'):
+            if described[later] is None:
+                del described[later]
+        for later in WORLD_SETTINGS:
+            if not described[later]:
+                del described[later]
+        if not described['estimator'].get('misperception'):
+            described['estimator'].pop('misperception', None)
+        return described
 
     @property
     def heldout_seed(self) -> int:
@@ -164,6 +192,10 @@ class TaskResult:
     partner_deviation: float = 0.0
     # The update took the partner for changed and set the earlier tasks aside.
     partner_changed: bool = False
+    # The world's imperfections in this task (world conditions): states perception
+    # reported other than they were, and robot actions whose skill failed.
+    misperceived_states: int = 0
+    robot_failures: int = 0
 
 
 def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
@@ -194,7 +226,8 @@ def task_metrics(model: Domain, record: TaskRecord, estimate: np.ndarray,
         confounded=confounded_text(model.catalog.names, confounders),
         decided=sum(known),
         wrong_known=sum(1 for k, e, t in zip(known, estimate, truth) if k and e != t),
-        partner_deviation=record.partner_deviations / max(1, len(record.steps)))
+        partner_deviation=record.partner_deviations / max(1, len(record.steps)),
+        misperceived_states=record.misperceived, robot_failures=record.robot_failures)
 
 
 def run_seed(seed: int, run: int) -> int:
@@ -269,10 +302,10 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             # world after a step it did not answer (as in the node graph).
             robot = RobotTeammate(robot_planner, estimator.estimate,
                                   ReplanRule(follow_world=True))
-            record = run_shared_task(model, task, robot, human)
+            record = run_shared_task(model, task, robot, human, settings.world, seed)
             executed, executed_calls = time.perf_counter(), planner.calls
             try:
-                update = estimator.update(task, record.trajectory)
+                update = estimator.update(task, record.evidence())
             except PlannerTimeoutError as error:
                 # An update that cannot finish leaves the belief as it was (the estimator
                 # never keeps a partial one); the run goes on with the next task.
@@ -448,8 +481,7 @@ def experiment_key(settings: ExperimentSettings, model: Domain) -> str:
     (all but the number of runs and of jobs, which change no run) and of the domain (what
     it plans with and the tasks it draws), so that a run is reused only by the same
     experiment."""
-    described = asdict(settings)
-    del described['runs'], described['jobs']
+    described = settings.identity()
     scope = getattr(model, 'plan_scope', None)
     first = model.task_generator(run_seed(settings.seed, 0)).tasks(settings.tasks)
     identity = {'format': 'cecm_ros/experiment/1', 'settings': described,

@@ -68,6 +68,7 @@ from cecm_ros.core.errors import CecmError, ConfigError
 from cecm_ros.core.estimator import PRESETS, EstimatorSettings
 from cecm_ros.core.inference import UNDECIDED_RULES
 from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.core.world_conditions import WORLD_SETTINGS
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import (
     METHODS,
@@ -134,6 +135,7 @@ EXPERIMENT_SETTINGS = {
     'candidates': _Kind(int, minimum=1),
     'heldout': _Kind(int, minimum=0),
     'set_diversity': _Kind(float, nullable=True),     # CE-CM-Div's delta; null: 0.35
+    **{name: _Kind(float) for name in WORLD_SETTINGS},   # core/world_conditions.py
 }
 ESTIMATOR_SETTINGS = {
     'inference': _Kind(str, tuple(PRESETS)),
@@ -154,6 +156,7 @@ ESTIMATOR_SETTINGS = {
     'bandwidth': _Kind(float, nullable=True),            # null: the domain's
     'likelihood_seeds': _Kind(int, nullable=True, minimum=1),
     'known_mass': _Kind(float),
+    'misperception': _Kind(float),
 }
 SETTINGS = {**DOMAIN_SETTINGS, **EXPERIMENT_SETTINGS, **ESTIMATOR_SETTINGS}
 _NOT_SETTINGS = {'jobs': 'each run uses one core; `cecm sweep --jobs` sets how many run '
@@ -428,11 +431,7 @@ def _make_cell(path: Path, where: str, values: dict[str, Any],
         settings = ExperimentSettings(jobs=1, estimator=estimator_settings, **experiment)
     except CecmError as error:
         raise _fail(path, where, str(error)) from error
-    described = asdict(settings)
-    del described['runs'], described['jobs']
-    for later in ('partner_behaviour', 'set_diversity'):
-        if described[later] is None:     # cells from before these settings keep their ids
-            del described[later]
+    described = settings.identity()   # cells from before later settings keep their ids
     identity = {'format': SWEEP_FORMAT, 'domain': domain, 'files': digests,
                 'settings': described}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]

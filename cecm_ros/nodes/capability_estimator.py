@@ -138,6 +138,9 @@ class CapabilityEstimator(CecmNode):
                      low=0, high=64)
         self.declare('known_mass', defaults.known_mass, 'kernel: posterior probability at '
                      'which a capability is reported known', low=0.51, high=0.9999)
+        self.declare('misperception', defaults.misperception, 'Graded likelihoods: chance '
+                     'that an observed step shows the partner change what it did not (a '
+                     'perception glitch; 0 = what is seen is true)', low=0.0, high=0.49)
         self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)',
                      low=0, high=2**31 - 1)
         self.declare('partner_id', 'partner', 'The partner whose belief this node keeps',

@@ -20,6 +20,7 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
 from cecm_ros.core.inference import STATUSES, CapabilityReport, describe_report
 from cecm_ros.core.simulator import predicted_trajectory
+from cecm_ros.core.world_conditions import evidence_trajectory
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import Correction, RobotIntent, StepResult, TaskOutcome, TaskRequest, TeamState
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -429,15 +430,18 @@ def report_lines(msg: CapabilityBeliefMsg) -> list[str]:
 # ----------------------------------------------------------------------- outcomes
 def outcome_msg(task: Task, partner_id: str, trajectory: Sequence[TeamState],
                 robot_decisions: int, corrections: int, goal_reached: bool,
-                domain: str = '') -> TaskOutcome:
+                domain: str = '', robot_failed_steps: Sequence[int] = ()) -> TaskOutcome:
     return TaskOutcome(domain=domain, task_id=task.task_id, partner_id=partner_id,
                        goal_propositions=sorted(task.goal), trajectory=list(trajectory),
+                       robot_failed_steps=[int(s) for s in robot_failed_steps],
                        robot_actions=robot_decisions, corrections=corrections,
                        goal_reached=goal_reached)
 
 
 def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
-    """The observed task (start = first state) and its trajectory of states."""
+    """The observed task (start = first state) and the states an estimator weighs: the
+    trajectory without the robot's failed steps that changed nothing seen
+    (:func:`~cecm_ros.core.world_conditions.evidence_trajectory`)."""
     if not msg.task_id:
         raise MessageError('TaskOutcome has an empty task_id')
     what = f'TaskOutcome {msg.task_id!r}'
@@ -446,6 +450,14 @@ def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
     if not goal:
         raise MessageError(f'{what}: goal_propositions is empty')
     trajectory = trajectory_from_msgs(model, msg.trajectory, msg.task_id)
+    failed = sorted(set(int(s) for s in msg.robot_failed_steps))
+    if failed and failed[-1] >= len(trajectory) - 1:
+        raise MessageError(f'{what}: robot_failed_steps names step {failed[-1]}, but the '
+                           f'trajectory has {len(trajectory) - 1} steps')
+    flags = [False] * (len(trajectory) - 1)
+    for step in failed:
+        flags[step] = True
+    trajectory = evidence_trajectory(trajectory, flags)
     task = model.task_from_state(Task(msg.task_id, frozenset(), frozenset(goal)),
                                  trajectory[0])
     try:

@@ -7,7 +7,9 @@ RunTask action server ``executor/run_task``. For a task it asks the joint planne
 ``robot/correction`` (a confirmation ends the wait at once; silence is consent),
 executes the corrected or intended action through the robot's ExecuteSkill server of
 that kind, waits for the resulting ``team_state`` and publishes a StepResult. It
-re-plans from the observed state after a correction, and, after a step nobody answered,
+re-plans from the observed state after a correction and after its own skill failed (a
+result with ``skill_failed``: the team goes on, the failed step is named in the outcome's
+``robot_failed_steps``), and, after a step nobody answered,
 when the world is not where the plan predicted (nobody enforced the partner's plan, or
 the plan ran out before the goal). After ``partner_idle_steps`` such steps in a row in
 which the partner left its part of the plan undone and nothing changed, it plans the
@@ -335,10 +337,11 @@ class Executor(CecmNode):
         step = 0
         rule = ReplanRule(follow_world=True, idle_limit=self.idle_limit)
         trajectory = [first]
+        failed_steps: list[int] = []   # the robot's skill failed (never partner evidence)
         while not model.goal_reached(task, state):
             if step >= self.max_steps:
                 outcome = conv.outcome_msg(task, partner_id, trajectory, decisions,
-                                           corrections, False, model.name)
+                                           corrections, False, model.name, failed_steps)
                 message = f'goal not reached after {self.max_steps} steps'
                 self.get_logger().error(f'task {task.task_id}: {message}')
                 return RunTask.Result(outcome=outcome, success=False, message=message)
@@ -354,6 +357,13 @@ class Executor(CecmNode):
                     f'step {step}: corrected by {correction.sender or "someone"}: '
                     f'{intended} -> {executed}')
             skill = self._execute_skill(task.task_id, attempt, step, executed, announced)
+            failed = not skill.success
+            if failed:
+                failed_steps.append(step)
+                self.get_logger().warning(
+                    f'task {task.task_id} step {step}: the robot\'s skill failed on '
+                    f'{executed} ({skill.message or "no reason given"}); re-planning from '
+                    'the observed state')
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
             before, state = state, conv.state_from_team_state(model, after)
@@ -366,7 +376,7 @@ class Executor(CecmNode):
             step += 1
             index += 1
             replan = rule.after_step(plan, index, before, state, corrected,
-                                     answered=correction is not None)
+                                     answered=correction is not None, failed=failed)
             if replan is None or model.goal_reached(task, state):
                 continue
             if replan == 'alone':
@@ -382,13 +392,13 @@ class Executor(CecmNode):
                 except TaskAbortedError as error:   # e.g. the partner holds an item
                     self.get_logger().warning(f'task {task.task_id}: {error}; planning '
                                               'under the belief instead')
-            elif not corrected:
+            elif not corrected and not failed:
                 self.get_logger().info(
                     f'step {step - 1}: nobody answered and the world is not where the plan '
                     'predicted; re-planning from the observed state')
             plan, index = self._plan(task, state, partner_id), 0
         outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True,
-                                  model.name)
+                                  model.name, failed_steps)
         message = (f'goal reached in {step} steps, {corrections} corrections in '
                    f'{decisions} robot decisions')
         self.get_logger().info(f'task {task.task_id}: {message}')
@@ -505,7 +515,7 @@ class Executor(CecmNode):
             raise _CanceledError() from None
         except RuntimeError as error:
             raise TaskAbortedError(str(error)) from None
-        if not result.success:
+        if not result.success and not result.skill_failed:
             raise TaskAbortedError(f'step {step}: skill {name} failed on {action}: '
                               f'{result.message or f"status {status}"}')
         return result

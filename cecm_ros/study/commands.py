@@ -228,7 +228,7 @@ def estimate_dataset(args, model) -> int:
     overrides = {key: getattr(args, key) for key in (
         'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
         'proposal', 'decay', 'likelihood', 'lapse', 'bandwidth', 'likelihood_seeds',
-        'known_mass')}
+        'known_mass', 'misperception')}
     names = [n.strip() for n in (args.method or 'posterior').split(',') if n.strip()]
     specs = method_specs(names, model, overrides, args.inference, args.window,
                          args.set_diversity)

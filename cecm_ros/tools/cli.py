@@ -35,12 +35,14 @@ from cecm_ros.tools.options import (
     add_plan_store_options,
     add_ray_option,
     add_task_choice_options,
+    add_world_options,
     domain_from_args,
     estimator_settings,
     partner_behaviour,
     partner_spec,
     plan_cache,
     task_choice_text,
+    world_settings,
 )
 
 
@@ -225,7 +227,8 @@ def cmd_experiment(args) -> int:
         forgo_probability=args.forgo_probability, task_choice=args.task_choice,
         partner_search=args.partner_search or 'own',
         partner_behaviour=partner_behaviour(args),
-        candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity)
+        candidates=args.candidates, heldout=args.heldout, set_diversity=args.set_diversity,
+        **world_settings(args))
     summaries = {}
     print(f'[cecm] tasks: {task_choice_text(base.task_choice, base.candidates)}',
           file=sys.stderr)
@@ -350,7 +353,7 @@ def cmd_estimate(args) -> int:
     overrides = {key: getattr(args, key) for key in (
         'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
         'proposal', 'decay', 'likelihood', 'lapse', 'bandwidth', 'likelihood_seeds',
-        'known_mass')}
+        'known_mass', 'misperception')}
     if overrides['epsilon'] is None and evidence.settings is None and model.default_epsilon:
         overrides['epsilon'] = model.default_epsilon   # as the estimator node would
     method, settings, seed = reestimate.choose_settings(
@@ -505,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="cecm_div: the share of its states a plan must differ in from "
                           "every plan kept in a hypothesis's set (the paper's delta; "
                           'default: 0.35)')
+    add_world_options(sub)
     sub.add_argument('--runs', type=int, default=20, help='runs (default: 20)')
     sub.add_argument('--tasks', type=int, default=5, help='tasks per run (default: 5)')
     sub.add_argument('--seed', type=int, default=0, help='base seed (default: 0)')

@@ -135,6 +135,11 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--known-mass', type=float, dest='known_mass',
                         help='kernel: posterior probability at which a capability is '
                              f'reported known (default: {defaults.known_mass})')
+    parser.add_argument('--misperception', type=float,
+                        help='graded likelihoods: chance that an observed step shows the '
+                             'partner change what it did not (a perception glitch); a '
+                             'capability seen used is then evidence, not certain (default: '
+                             f'{defaults.misperception}: what is seen is true)')
     forgetting = parser.add_mutually_exclusive_group()
     forgetting.add_argument('--window', type=int,
                             help='forget tasks older than this many (0: off; default: off, '
@@ -153,7 +158,8 @@ def estimator_settings(args, model=None) -> EstimatorSettings:
                  'proposal': args.proposal, 'decay': args.decay,
                  'likelihood': args.likelihood, 'lapse': args.lapse,
                  'bandwidth': args.bandwidth, 'likelihood_seeds': args.likelihood_seeds,
-                 'known_mass': args.known_mass}
+                 'known_mass': args.known_mass,
+                 'misperception': args.misperception}
     settings = EstimatorSettings.preset(args.inference, **overrides)
     if args.window is not None:
         # 0 switches the window off, as the estimator node's `window` parameter does.
@@ -214,3 +220,18 @@ def plan_cache(args) -> bool | str:
 
 
 # ------------------------------------------------------------------------ commands
+
+
+def add_world_options(parser) -> None:
+    """The world a robot meets (core/world_conditions.py), each off by default."""
+    from cecm_ros.core.world_conditions import WORLD_SETTING_HELP
+
+    for name, text in WORLD_SETTING_HELP.items():
+        parser.add_argument('--' + name.replace('_', '-'), dest=name, type=float,
+                            default=0.0, metavar='P', help=f'{text} (default: 0)')
+
+
+def world_settings(args) -> dict[str, float]:
+    from cecm_ros.core.world_conditions import WORLD_SETTINGS
+
+    return {name: getattr(args, name) for name in WORLD_SETTINGS}

@@ -849,6 +849,36 @@ class OvercookedDomain(Domain[tuple]):
     def state_features(self, state: tuple) -> list[float]:
         return list(self.features(state))
 
+    def misperceived(self, state: tuple, rng: np.random.Generator, missed: float,
+                     spurious: float) -> tuple:
+        """A kitchen's glitch: a person or an object on a cell seen on a neighbouring
+        cell where it could be (a state is positions, not a set of facts to drop): each
+        with probability ``missed``, and one more of them with probability
+        ``spurious``."""
+        kitchen = self.kitchens[state[K]]
+        cells = kitchen.width * kitchen.height
+        slots = [POS, POS + 1] + [VLOC + i for i in range(len(VEGETABLES))] + \
+            [PLOC + k for k in range(len(PLATES))]
+        slots = [slot for slot in slots if 0 <= state[slot] < cells]
+        draws = rng.random(len(slots))
+        moved = [slot for slot, draw in zip(slots, draws) if draw < missed]
+        if slots and rng.random() < spurious:
+            moved.append(slots[int(rng.integers(len(slots)))])
+        seen = list(state)
+        for slot in moved:
+            options = [cell for cell in kitchen.neighbours(seen[slot])
+                       if self._could_be(tuple(seen[:slot] + [cell] + seen[slot + 1:]))]
+            if options:
+                seen[slot] = options[int(rng.integers(len(options)))]
+        return tuple(seen)
+
+    def _could_be(self, state: tuple) -> bool:
+        try:
+            self.check_state(state)
+        except ConfigError:
+            return False
+        return True
+
     def state_from_wire(self, facts: Sequence[str], features: Sequence[float]) -> tuple:
         return self._state_from_facts(facts, 'team state')
 

@@ -593,6 +593,10 @@ class PddlModel(Domain[int]):
     def state_facts(self, state: int) -> list[str]:
         return self.atoms_of(state)
 
+    def perceivable_facts(self) -> tuple[str, ...]:
+        """Every fact an action may change (the static ones are never looked at)."""
+        return self.propositions
+
     def state_from_wire(self, facts, features) -> int:
         """The state of a message's facts: each known and listed once (no features)."""
         if len(features):

@@ -1,0 +1,153 @@
+"""The world a robot meets, simulated: perception that misses and invents facts, and
+robot skills that fail. Every option is off by default and draws from a random stream of
+its own (from the run's seed and the task, never an estimator's), so a run with them is
+reproducible and the estimator's own draws are the same with or without them.
+
+* **Perception noise.** Each state the team passes through is reported once, as a robot's
+  perception would report it: each true fact missed with probability
+  ``perception_missed``, and with probability ``perception_spurious`` one false fact added
+  (the domain says what a fact is and which may be seen:
+  :meth:`~cecm_ros.core.domain.Domain.misperceived`). The world itself, and what the
+  robot's skills act on, stay true; only the evidence is noisy.
+* **Skill failures.** Each robot action fails with probability ``skill_failure``: the
+  world does not change for it, the robot is told (as a ``NavigateToPose`` that ends
+  aborted) and re-plans from where the world is.
+
+What the estimator is given of a task (:func:`evidence_trajectory`) leaves out the robot's
+failed steps that changed nothing seen: a failure is the robot's event and is never
+evidence about the partner. The estimator's side of noise is its ``misperception``
+setting (:mod:`~cecm_ros.core.likelihood`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .errors import ConfigError
+
+# Tags of the streams below (the run's seed and the task's id complete each seed).
+_PERCEPTION_STREAM = 41
+_SKILL_STREAM = 43
+
+
+@dataclass(frozen=True)
+class WorldConditions:
+    """How far the simulated world is from a perfect one (module docstring)."""
+
+    perception_missed: float = 0.0     # per reported state: each true fact not seen
+    perception_spurious: float = 0.0   # per reported state: one false fact seen
+    skill_failure: float = 0.0   # per robot action: chance its skill fails
+
+    def __post_init__(self):
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 <= value < 1.0:
+                raise ConfigError(f'world conditions: {item.name} must be a probability in '
+                                  f'[0, 1), got {value!r}')
+
+    @property
+    def perfect(self) -> bool:
+        return not (self.noisy_perception or self.skill_failure)
+
+    @property
+    def noisy_perception(self) -> bool:
+        return bool(self.perception_missed or self.perception_spurious)
+
+    def as_dict(self) -> dict[str, float]:
+        return {item.name: float(getattr(self, item.name)) for item in fields(self)}
+
+    def __str__(self) -> str:
+        if self.perfect:
+            return 'perfect (perception sees every state as it is; every skill succeeds)'
+        return ', '.join(f'{name} {value:g}' for name, value in self.as_dict().items()
+                         if value)
+
+    @classmethod
+    def from_dict(cls, values: dict | None, where: str = 'world conditions'
+                  ) -> WorldConditions:
+        values = dict(values or {})
+        known = [item.name for item in fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ConfigError(f'{where}: unknown keys {unknown}; known: {known}')
+        try:
+            return cls(**values)
+        except ConfigError as error:
+            raise ConfigError(f'{where}: {error}') from None
+
+
+# The settings above, by name (an experiment's, a sweep's, the world node's), and what
+# each means (the command line's and the node's help).
+WORLD_SETTINGS = tuple(item.name for item in fields(WorldConditions))
+WORLD_SETTING_HELP = {
+    'perception_missed': 'chance that perception misses each true fact of a state it '
+                         'reports (Overcooked: a person or object seen on a neighbouring '
+                         'cell)',
+    'perception_spurious': 'chance that perception sees one false fact in a state it '
+                           'reports (Overcooked: one more thing seen a cell off)',
+    'skill_failure': "chance that a robot action's skill fails (the world does not change; "
+                     'the robot re-plans)',
+}
+
+
+def _stream(seed: int, tag: int, task_id: str) -> np.random.Generator:
+    return np.random.default_rng([seed, tag, zlib.crc32(task_id.encode())])
+
+
+class Perception:
+    """What a robot's perception reports of one task's states (module docstring)."""
+
+    def __init__(self, domain, conditions: WorldConditions, seed: int, task_id: str):
+        self.domain = domain
+        self.conditions = conditions
+        self._rng = _stream(seed, _PERCEPTION_STREAM, task_id)
+        self.misperceived = 0    # states reported other than they were
+
+    def see(self, state):
+        if not self.conditions.noisy_perception:
+            return state
+        seen = self.domain.misperceived(state, self._rng, self.conditions.perception_missed,
+                                        self.conditions.perception_spurious)
+        self.misperceived += seen != state
+        return seen
+
+
+class SkillFailures:
+    """Which of one task's robot actions fail (module docstring)."""
+
+    def __init__(self, probability: float, seed: int, task_id: str):
+        self.probability = probability
+        self._rng = _stream(seed, _SKILL_STREAM, task_id)
+        self.failed = 0
+
+    def fails(self) -> bool:
+        """Whether the robot's next (non-idle) action fails; one draw per action, so
+        the draws do not depend on what else happens."""
+        if not self.probability:
+            return False
+        failed = bool(self._rng.random() < self.probability)
+        self.failed += failed
+        return failed
+
+
+def evidence_trajectory(observed: Sequence, robot_failed: Sequence[bool]) -> list:
+    """The states an estimator weighs for a task: ``observed`` (states ``0..H``) without
+    the state after each step ``t`` (``robot_failed[t]``) at which the robot's skill
+    failed and nothing seen changed. Such a step is the robot's failure alone; kept, it
+    would read as the team idling where every hypothesis's plan had it act. A failed
+    step at which something changed is kept: the change is the partner's (or a glitch,
+    which the likelihood's misperception term weighs)."""
+    if len(robot_failed) != max(0, len(observed) - 1):
+        raise ConfigError(f'{len(robot_failed)} step flags for a trajectory of '
+                          f'{len(observed)} states')
+    kept = list(observed[:1])
+    for step, state in enumerate(observed[1:]):
+        if robot_failed[step] and state == kept[-1]:
+            continue
+        kept.append(state)
+    return kept
