@@ -1096,7 +1096,7 @@ RUN_TIME = [
                  id='joint_planner-float-out-of-range'),
     pytest.param('joint_planner', {'planner_workers': 0}, 'out of range',
                  id='joint_planner-integer-out-of-range'),
-    pytest.param('joint_planner', {'capabilities_file': '/no/such/capabilities.yaml'},
+    pytest.param('joint_planner', {'tidyup.capabilities': '/no/such/capabilities.yaml'},
                  'cannot read capability file', id='joint_planner-model-file'),
     # capability_estimator
     pytest.param('capability_estimator', {'method': 'magic'},
