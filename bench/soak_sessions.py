@@ -34,7 +34,7 @@ from cecm_ros.experiments.experiment import ExperimentSettings, run_once
 from cecm_ros.tools.process_graph import ProcessGraph
 from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
-NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+NODES = ('world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
 
@@ -55,7 +55,7 @@ def start_session(graph: ProcessGraph, index: int, args, work: Path) -> dict:
     overrides = {
         'capability_estimator': {'samples': args.samples, 'seed': index,
                                  'store_path': str(folder / 'partners.sqlite')},
-        'household_sim': {'partner': args.partner},
+        'world_sim': {'partner': args.partner},
         'simulated_human': {'partner': args.partner, 'seed': index},
         'task_manager': {'partner': args.partner, 'num_tasks': args.tasks, 'seed': index,
                          'exit_when_done': True, 'heldout_tasks': 0,

@@ -4,9 +4,8 @@
     ros2 launch cecm_ros cecm_graph.launch.py web:=true answer_intents:=false
     ros2 launch cecm_ros cecm_graph.launch.py play:=true
 
-The world simulator runs as ``world_sim`` with the parameters of config/cecm_graph.yaml;
-tidyup_sim.launch.py is this graph under the TidyUP names it always had
-(``household_sim``, config/tidyup_sim.yaml).
+The world simulator runs as ``world_sim`` with the parameters of config/tidyup_sim.yaml;
+tidyup_sim.launch.py is this graph under the name the TidyUP graph always had.
 
 ``web:=true`` adds the browser correction panel (web_panel, managed like the others;
 its URL is in the log) and gives a person 30 s per intent unless
@@ -17,7 +16,7 @@ the partner in the browser (the panel's play mode; simulated_human
 person: a 120 s correction window unless ``correction_window_s`` says otherwise, no
 limit on the world's wait for the partner, an hour per task.
 
-Parameters come from ``params_file`` (default: the package's config/cecm_graph.yaml);
+Parameters come from ``params_file`` (default: the package's config/tidyup_sim.yaml);
 the arguments partner, num_tasks, seed, samples, summary_path and exit_when_done
 override it when given (empty = keep the file's value); another ``domain:=`` without
 ``partner:=`` takes that domain's default partner (Overcooked: ``type_2``), as the
@@ -55,7 +54,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'cecm_ros'
-WORLD = 'world_sim'   # the world simulator's executable
+WORLD = 'world_sim'   # the world simulator's executable and node name
 # Start order after the world node; the lifecycle manager configures them all, then
 # activates them all.
 NODES = ['joint_planner', 'capability_estimator', 'simulated_human', 'executor',
@@ -75,7 +74,7 @@ def _config(name: str) -> str:
 
 ARGUMENTS = {
     'params_file': ('', "Parameters file with one section per node; '' = the package's "
-                        'config/cecm_graph.yaml (tidyup_sim.launch.py: tidyup_sim.yaml)'),
+                        'config/tidyup_sim.yaml'),
     'domain': ('', "The domain of every node: a registered name (cecm domains) or a domain "
                    "file; '' = params_file (tidyup)"),
     'partner': ('', "The simulated partner's TRUE type or vector spec name=0,... "
@@ -148,9 +147,8 @@ ARGUMENTS = {
 }
 
 
-def _overrides(context, world: str) -> dict[str, dict]:
-    """Per-node parameter overrides from the launch arguments that were given (the world
-    node is named ``world``)."""
+def _overrides(context) -> dict[str, dict]:
+    """Per-node parameter overrides from the launch arguments that were given."""
     def value(name):
         return LaunchConfiguration(name).perform(context).strip()
 
@@ -159,12 +157,10 @@ def _overrides(context, world: str) -> dict[str, dict]:
             return text.lower() in ('1', 'true', 'yes', 'on')
         return kind(text)
 
-    per_node = {node: {} for node in (world, *NODES, WEB_PANEL)}
-    # The task manager starts each task at the world node, whatever it is named.
-    per_node['task_manager']['reset_service'] = f'{world}/reset_world'
+    per_node = {node: {} for node in (WORLD, *NODES, WEB_PANEL)}
     wiring = {
-        'domain': (str, [world, *NODES, WEB_PANEL]),
-        'partner': (str, [world, 'simulated_human', 'task_manager']),
+        'domain': (str, [WORLD, *NODES, WEB_PANEL]),
+        'partner': (str, [WORLD, 'simulated_human', 'task_manager']),
         'num_tasks': (int, ['task_manager']),
         'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
         'samples': (int, ['capability_estimator']),
@@ -221,7 +217,7 @@ def _overrides(context, world: str) -> dict[str, dict]:
         # The person is the partner: the simulated one only passes their choices on.
         per_node['simulated_human']['partner_behaviour'] = 'person'
         per_node[WEB_PANEL]['play'] = True
-        per_node[world]['step_timeout_s'] = 0.0          # the world waits for the person
+        per_node[WORLD]['step_timeout_s'] = 0.0          # the world waits for the person
         per_node['executor']['skill_timeout_s'] = PLAY_TIMEOUT_S
         per_node['task_manager']['task_timeout_s'] = PLAY_TIMEOUT_S
     return per_node
@@ -313,12 +309,12 @@ def _shut_down_when_bring_up_failed(event, context):
                         'names the node and why); the graph is shut down')
 
 
-def _nodes(context, world: str, default_params: str):
+def _nodes(context, default_params: str):
     params_file = LaunchConfiguration('params_file').perform(context).strip() or \
         _config(default_params)
     log_level = LaunchConfiguration('log_level').perform(context)
-    overrides = _overrides(context, world)
-    names = [world, *NODES]
+    overrides = _overrides(context)
+    names = [WORLD, *NODES]
     if _web(context):   # serving before the session starts, so no intent goes by unseen
         names.insert(names.index('task_manager'), WEB_PANEL)
     actions = []
@@ -329,7 +325,7 @@ def _nodes(context, world: str, default_params: str):
         # LifecycleNode would add a ROS node in the launch process with a subscription
         # and a client per node to discover (about 0.6 s of bring-up, measured).
         node = Node(
-            package=PACKAGE, executable=WORLD if name == world else name, name=name,
+            package=PACKAGE, executable=name, name=name,
             namespace='',
             parameters=[params_file, overrides[name]], output='screen',
             arguments=['--ros-args', '--log-level', log_level],
@@ -361,14 +357,13 @@ def _nodes(context, world: str, default_params: str):
     return actions
 
 
-def graph_description(world: str = WORLD, params_file: str = 'cecm_graph.yaml'
-                      ) -> LaunchDescription:
-    """The graph with the world node named ``world`` and ``params_file`` (a file of the
-    package's config folder) as the default parameters."""
+def graph_description(params_file: str = 'tidyup_sim.yaml') -> LaunchDescription:
+    """The graph with ``params_file`` (a file of the package's config folder) as the
+    default parameters."""
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, (default, description) in ARGUMENTS.items()],
-        OpaqueFunction(function=partial(_nodes, world=world, default_params=params_file)),
+        OpaqueFunction(function=partial(_nodes, default_params=params_file)),
     ])
 
 

@@ -1,6 +1,6 @@
-"""The simulated TidyUP node graph, under the names it has always had: the graph of
-cecm_graph.launch.py with its world node named ``household_sim`` and
-config/tidyup_sim.yaml as the default parameters. Every argument is that file's.
+"""The simulated TidyUP node graph under the name it has always had: the graph of
+cecm_graph.launch.py (world node ``world_sim``, config/tidyup_sim.yaml, TidyUP by
+default). Every argument is that file's.
 
     ros2 launch cecm_ros tidyup_sim.launch.py num_tasks:=2 samples:=60
     ros2 launch cecm_ros tidyup_sim.launch.py web:=true answer_intents:=false
@@ -21,5 +21,4 @@ def _graph_module():
 
 
 def generate_launch_description():
-    return _graph_module().graph_description(world='household_sim',
-                                             params_file='tidyup_sim.yaml')
+    return _graph_module().graph_description()

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+NODES = ('world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
 # A graph at work logs every joint step, plan and update; this long without a new line

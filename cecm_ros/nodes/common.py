@@ -3,7 +3,7 @@
 CecmNode mixes in the parameters (parameters.py), the domain as parameters
 (domain_parameters.py), calls to peers (peers.py) and its status on /diagnostics
 (diagnostics.py); process.py runs a node's process.
-Their names are also importable from here.
+The names the nodes use from those are also importable from here (no others).
 
 Waiting inside callbacks: every node runs on a MultiThreadedExecutor and creates its
 interfaces in a reentrant callback group, so a callback may block on a service or
@@ -37,20 +37,10 @@ from rclpy.timer import Timer
 from rclpy.validate_topic_name import validate_topic_name
 
 from cecm_ros.nodes.diagnostics import NodeDiagnostics
-from cecm_ros.nodes.domain_parameters import (  # noqa: F401 - re-exported
-    OPTION_ALIASES,
-    DomainParameters,
-    _plan_store_check,
-    domain_of,
-)
+from cecm_ros.nodes.domain_parameters import DomainParameters
 from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
-from cecm_ros.nodes.peers import (  # noqa: F401 - re-exported
-    CANCEL_WAIT_S,
-    GOAL_ANSWER_S,
-    GOAL_REQUEST_ATTEMPTS,
-    PEER_LOST_S,
-    AnswerTimeoutError,
+from cecm_ros.nodes.peers import (  # noqa: F401 - re-exported: the nodes import them from here
     GoalRejectedError,
     PeerCalls,
     PeerUnavailableError,
@@ -62,15 +52,11 @@ from cecm_ros.nodes.peers import (  # noqa: F401 - re-exported
 )
 from cecm_ros.nodes.process import (  # noqa: F401 - re-exported
     EXECUTOR_THREADS,
-    EXIT_GRACE_S,
-    SPIN_SLICE_S,
-    STOP_WAIT_S,
     leave,
     lower_priority,
     run_node,
 )
 from cecm_ros.nodes.skill_kinds import ALL as ALL_SKILLS  # noqa: F401 - re-exported
-from cecm_ros.nodes.skill_kinds import WAIT as WAIT_SKILL  # noqa: F401 - re-exported
 
 # Beliefs, task requests and plans: the latest value matters, also to late joiners.
 QOS_LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,

@@ -48,12 +48,6 @@ def _known_domain(spec: str) -> str:
     return f'unknown domain; domains: {", ".join(available_domains())} or a domain file'
 
 
-# Parameters of every node from before domain options were namespaced, and the option
-# each now stands for (read when that one is unset; a warning says so once).
-OPTION_ALIASES = {'household_file': 'tidyup.household',
-                  'capabilities_file': 'tidyup.capabilities'}
-
-
 def _spec_named(domain: str) -> DomainSpec | None:
     """The spec of a domain parameter's value (a name or a domain file), or None when it
     names nothing loadable (the ``domain`` parameter's check says why)."""
@@ -98,13 +92,6 @@ class DomainParameters:
         """The domain of ``domain`` with its options (``<domain>.<option>``): the one the
         parameter checks loaded already, so a node grounds (and a domain file is
         checked) once."""
-        if not getattr(self, '_aliases_said', False):
-            self._aliases_said = True
-            for alias, option in OPTION_ALIASES.items():
-                if self.param(alias):
-                    self.get_logger().warning(
-                        f'parameter {alias!r} is the older name of {option!r}; it is read '
-                        f'as {option!r} when that is unset')
         return domain_of(self.param('domain'), self.domain_options())
 
     def domain_options(self, domain: str | None = None) -> dict[str, str]:
@@ -117,9 +104,6 @@ class DomainParameters:
         for option in spec.options:
             name = f'{spec.name}.{option}'
             value = self.param(name) if self.has_parameter(name) else ''
-            alias = next((a for a, o in OPTION_ALIASES.items() if o == name), None)
-            if not value and alias is not None:
-                value = self.param(alias)
             if value:
                 options[option] = str(value)
         return options
@@ -132,10 +116,6 @@ class DomainParameters:
                   'tidyup.capabilities': _loads(CapabilityCatalog)}
         for spec in BUILT_IN.values():
             self._declare_options(spec, checks)
-        self.declare('household_file', '', "Older name of 'tidyup.household'",
-                     check=_loads(Household))
-        self.declare('capabilities_file', '', "Older name of 'tidyup.capabilities'",
-                     check=_loads(CapabilityCatalog))
         self.declare('domain', DEFAULT_DOMAIN,
                      'The domain: a registered name (cecm domains) or a domain file',
                      check=self._domain_check)

@@ -50,7 +50,7 @@ from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
 from cecm_ros.srv import ManageNodes
 
-DEFAULT_NODES = ['household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+DEFAULT_NODES = ['world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
                  'executor', 'task_manager']
 
 # transition id -> (label, state before, state after)

@@ -1,6 +1,6 @@
 """task_manager: issues a session of tasks and reports how the belief evolves.
 
-Per task: ``household_sim/reset_world`` -> TaskRequest on ``task/request`` ->
+Per task: ``world_sim/reset_world`` -> TaskRequest on ``task/request`` ->
 RunTask goal to ``executor/run_task`` (while recording the task's ``team_state``
 trajectory) -> EstimateCapabilities goal to ``capability_estimator/estimate`` with the
 outcome -> waits for the updated ``capability_belief`` -> logs one line with the
@@ -162,7 +162,7 @@ class TaskManager(CecmNode):
                      'Shut down (exit code 0, or 1 after a failed session) when done')
         self.declare('summary_path', '',
                      "Write the session summary (cecm experiment format) here ('' = none)")
-        self.declare('reset_service', 'household_sim/reset_world', 'ResetWorld service',
+        self.declare('reset_service', 'world_sim/reset_world', 'ResetWorld service',
                      check=ros_name())
         self.declare('run_task_action', 'executor/run_task', 'RunTask action server',
                      check=ros_name())

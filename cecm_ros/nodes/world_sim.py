@@ -7,8 +7,8 @@ Both agents act through ExecuteSkill action servers, one per agent and skill kin
 is for (task, run of the task and step); the world waits until it holds one action
 from each agent for the current step, applies the joint step (human first, then
 robot), publishes ``team_state`` and then completes both goals.
-``<node>/reset_world`` starts a task (step 0). The TidyUP graph runs it under its first
-name, ``household_sim`` (the executable of that name is this node).
+``<node>/reset_world`` starts a task (step 0). The node is ``world_sim`` in every graph;
+the executable ``household_sim`` is its deprecated first name.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class WorldSim(CecmNode):
     # -------------------------------------------------------------------- reset
     def _on_reset(self, request: ResetWorld.Request, response: ResetWorld.Response):
         if not self.active:
-            response.success, response.message = False, 'household_sim is not active'
+            response.success, response.message = False, f'{self.get_name()} is not active'
             return response
         try:
             task = conv.task_from_msg(self.model, request.task)
@@ -176,7 +176,7 @@ class WorldSim(CecmNode):
     def _check_goal(self, agent: str, kind: str, goal) -> tuple[str, str]:
         """(canonical action, '') or ('', reason the goal cannot run). Holds the lock."""
         if self.world is None or self.task is None:
-            return '', 'no task: call household_sim/reset_world first'
+            return '', f'no task: call {self.get_name()}/reset_world first'
         if goal.task_id != self.task.task_id:
             return '', (f'goal is for task {goal.task_id!r} but the world runs task '
                         f'{self.task.task_id!r}')

@@ -47,7 +47,7 @@ from cecm_ros.tools.process_graph import ProcessGraph, open_private, private_fol
 from cecm_ros.tools.ros_domain_ids import reserve_domain_id
 
 PACKAGE = 'cecm_ros'
-NODES = ('household_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
+NODES = ('world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
          'executor', 'task_manager')
 MANAGER = 'lifecycle_manager'
 WEB_PANEL = 'web_panel'
@@ -100,7 +100,7 @@ def write_params(base: Path, args, out: Path,
     params = yaml.safe_load(base.read_text())
     spec = args.capabilities or args.partner
     settings: dict[str, dict[str, Any]] = {
-        'household_sim': {'partner': spec},
+        'world_sim': {'partner': spec},
         'simulated_human': {'partner': spec, 'seed': args.seed},
         'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
                          'exit_when_done': True,
@@ -175,7 +175,7 @@ def _web_settings(params: dict, settings: dict, args) -> None:
         # The person is the partner: the simulated one passes their choices to the world,
         # which waits for them without limit, as does the robot's skill.
         settings['simulated_human']['partner_behaviour'] = 'person'
-        settings['household_sim']['step_timeout_s'] = 0.0
+        settings['world_sim']['step_timeout_s'] = 0.0
         settings['executor']['skill_timeout_s'] = PLAY_TIMEOUT_S
         settings['task_manager']['task_timeout_s'] = PLAY_TIMEOUT_S
     # --web-token '': no token at all (the panel then warns); None was made random.

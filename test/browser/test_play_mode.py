@@ -276,7 +276,7 @@ def playing(tmp_path, name: str, domain: str, partner: str, tasks_file):
     # What play:=true sets (launch/cecm_graph.launch.py), with the test's timeouts.
     overrides = {
         'capability_estimator': {'samples': 40, 'store_path': 'memory'},
-        'household_sim': {'partner': partner, 'step_timeout_s': 0.0},
+        'world_sim': {'partner': partner, 'step_timeout_s': 0.0},
         'simulated_human': {'partner': partner, 'partner_behaviour': 'person'},
         'executor': {'correction_window_s': scaled(120.0), 'intent_subscribers': 2,
                      'skill_timeout_s': 3600.0, 'server_wait_s': 120.0,

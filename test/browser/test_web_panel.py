@@ -597,7 +597,7 @@ def graph(tmp_path_factory):
     partner = Partner(client)
     overrides = {
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED},
-        'household_sim': {'partner': PARTNER},
+        'world_sim': {'partner': PARTNER},
         'simulated_human': {'partner': PARTNER, 'answer_intents': False},
         # The simulated partner (it acts), the panel and this test's partner hear intents.
         'executor': {'correction_window_s': WINDOW_S, 'intent_subscribers': 3,

@@ -120,7 +120,7 @@ def graph(tmp_path_factory):
     publisher = client.node.create_publisher(Correction, 'robot/correction', QOS_EVENTS)
     overrides = {
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED},
-        'household_sim': {'partner': PARTNER},
+        'world_sim': {'partner': PARTNER},
         'simulated_human': {'partner': PARTNER},
         'executor': {'intent_subscribers': 2, 'server_wait_s': 120.0,
                      'state_timeout_s': 120.0},

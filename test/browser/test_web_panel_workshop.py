@@ -57,7 +57,7 @@ def graph(tmp_path_factory):
     domain = {'domain': str(DOMAIN_FILE)}
     overrides = {
         'capability_estimator': {'samples': 40},
-        'household_sim': {'partner': PARTNER},
+        'world_sim': {'partner': PARTNER},
         'simulated_human': {'partner': PARTNER, 'answer_intents': False},
         'executor': {'correction_window_s': scaled(120.0), 'intent_subscribers': 2,
                      'server_wait_s': 120.0, 'state_timeout_s': 120.0},

@@ -291,7 +291,7 @@ def graph(tmp_path_factory):
     work = tmp_path_factory.mktemp('bad_input')
     g = Graph(work, executables, params, env)
     overrides = {
-        'household_sim': {'partner': PARTNER, 'step_timeout_s': 30.0},
+        'world_sim': {'partner': PARTNER, 'step_timeout_s': 30.0},
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
                                  'store_path': str(g.store_path)},
         'simulated_human': {'partner': PARTNER},
@@ -864,10 +864,10 @@ def test_run_task_aborts_a_task_it_cannot_run_and_refuses_wrong_corrections(grap
     idle.publish(Correction(task_id=task_id, step=0, corrected_action='noop',
                             sender='bad'))
     g.wait_log('executor', 'no task is running', count + 1)
-    g.alive('executor', 'household_sim', 'simulated_human')
+    g.alive('executor', 'world_sim', 'simulated_human')
 
 
-# --------------------------------------------------------------- household_sim
+# --------------------------------------------------------------- world_sim
 def _world_step(g, session) -> int:
     return max(m.step for m in g.published(g.states) if m.task_id == session['task_id'])
 
@@ -915,7 +915,7 @@ def test_skill_goals_that_do_not_fit_the_world_are_aborted(graph, session):
     first = g.client.result(handle.get_result_async(), 60.0)
     assert first.status == 5 and 'canceled before step' in first.result.message
     assert g.world_steps() == steps and _world_step(g, session) == step
-    g.alive('household_sim')
+    g.alive('world_sim')
 
 
 RESETS = {
@@ -932,7 +932,7 @@ def test_reset_world_refuses_a_bad_task_and_keeps_its_task(graph, session, case)
     g = graph
     spec, message = RESETS[case]
     steps = g.world_steps()
-    response = g.call(ResetWorld, 'household_sim/reset_world',
+    response = g.call(ResetWorld, 'world_sim/reset_world',
                       ResetWorld.Request(task=_bad_task(g.model, spec)))
     assert not response.success and message in response.message, response.message
     probe = g.goal(ExecuteSkill, 'robot/skills/move', ExecuteSkill.Goal(
@@ -941,7 +941,7 @@ def test_reset_world_refuses_a_bad_task_and_keeps_its_task(graph, session, case)
     assert f"the world is at step {_world_step(g, session)} of task {session['task_id']}" \
         in probe.result.message
     assert g.world_steps() == steps
-    g.alive('household_sim')
+    g.alive('world_sim')
 
 
 # -------------------------------------------------------------- simulated_human
@@ -1073,30 +1073,30 @@ def test_manage_nodes_refuses_an_unknown_command_and_a_repeated_startup_changes_
 # ------------------------------------------------------------------ parameters
 NAN = float('nan')
 RUN_TIME = [
-    # household_sim
-    pytest.param('household_sim', {'step_timeout_s': -1.0}, 'out of range',
-                 id='household_sim-float-out-of-range'),
-    pytest.param('household_sim', {'step_timeout_s': NAN}, 'out of range',
-                 id='household_sim-float-nan'),
-    pytest.param('household_sim', {'step_timeout_s': 'soon'}, 'Wrong parameter type',
-                 id='household_sim-wrong-type'),
-    pytest.param('household_sim', {'max_parked_goals': 99}, 'out of range',
-                 id='household_sim-integer-out-of-range'),
-    pytest.param('household_sim', {'partner': 'fly_kitchen=0'},
-                 "unknown capability 'fly_kitchen'", id='household_sim-partner-spec'),
-    pytest.param('household_sim', {'skills': ['move', 'fly']},
-                 "'fly' is not a skill kind of domain 'tidyup'", id='household_sim-skill-kind'),
-    pytest.param('household_sim', {'robot_skill_namespace': 'bad name'},
-                 'Invalid topic name', id='household_sim-ros-name'),
-    pytest.param('household_sim', {'tidyup.household': '/no/such/household.yaml'},
+    # world_sim
+    pytest.param('world_sim', {'step_timeout_s': -1.0}, 'out of range',
+                 id='world_sim-float-out-of-range'),
+    pytest.param('world_sim', {'step_timeout_s': NAN}, 'out of range',
+                 id='world_sim-float-nan'),
+    pytest.param('world_sim', {'step_timeout_s': 'soon'}, 'Wrong parameter type',
+                 id='world_sim-wrong-type'),
+    pytest.param('world_sim', {'max_parked_goals': 99}, 'out of range',
+                 id='world_sim-integer-out-of-range'),
+    pytest.param('world_sim', {'partner': 'fly_kitchen=0'},
+                 "unknown capability 'fly_kitchen'", id='world_sim-partner-spec'),
+    pytest.param('world_sim', {'skills': ['move', 'fly']},
+                 "'fly' is not a skill kind of domain 'tidyup'", id='world_sim-skill-kind'),
+    pytest.param('world_sim', {'robot_skill_namespace': 'bad name'},
+                 'Invalid topic name', id='world_sim-ros-name'),
+    pytest.param('world_sim', {'tidyup.household': '/no/such/household.yaml'},
                  'cannot read household file /no/such/household.yaml',
-                 id='household_sim-model-file'),
+                 id='world_sim-model-file'),
     # joint_planner
     pytest.param('joint_planner', {'planner_timeout_s': 0.0}, 'out of range',
                  id='joint_planner-float-out-of-range'),
     pytest.param('joint_planner', {'planner_workers': 0}, 'out of range',
                  id='joint_planner-integer-out-of-range'),
-    pytest.param('joint_planner', {'capabilities_file': '/no/such/capabilities.yaml'},
+    pytest.param('joint_planner', {'tidyup.capabilities': '/no/such/capabilities.yaml'},
                  'cannot read capability file', id='joint_planner-model-file'),
     # capability_estimator
     pytest.param('capability_estimator', {'method': 'magic'},
@@ -1182,7 +1182,7 @@ def test_estimator_settings_that_clash_are_refused_together(graph):
 # ------------------------------------------------------------------ start-up
 # Node -> (bad values on the command line, the fix, the parameter named).
 SPARES = {
-    'household_sim': ({'step_timeout_s': '-1.0'}, {'step_timeout_s': 60.0}),
+    'world_sim': ({'step_timeout_s': '-1.0'}, {'step_timeout_s': 60.0}),
     # (No plan store for the spare planner: its plans must be planned, and time out.)
     'joint_planner': ({'planner_timeout_s': '.nan'}, {'planner_timeout_s': 0.001,
                                                       'plan_store': 'off'}),
@@ -1256,10 +1256,10 @@ def test_a_malformed_domain_file_refuses_configure_naming_the_file_and_entry(spa
     spec = yaml.safe_load((broken / 'domain.yaml').read_text())
     spec['capabilities'][0]['action'] = 'teleport'
     (broken / 'domain.yaml').write_text(yaml.safe_dump(spec))
-    command = [str(g.executables / 'household_sim'), '--ros-args', '-r', '__ns:=/spare_domain',
+    command = [str(g.executables / 'world_sim'), '--ros-args', '-r', '__ns:=/spare_domain',
                '-p', f'domain:={broken / "domain.yaml"}', '-p', 'partner:=apprentice']
     g.processes.graph.start('spare_domain', command)
-    name = '/spare_domain/household_sim'
+    name = '/spare_domain/world_sim'
     assert not g.transition(name, Transition.TRANSITION_CONFIGURE)
     g.wait_log('spare_domain', "gates an unknown action 'teleport'")
     log = g.log('spare_domain')

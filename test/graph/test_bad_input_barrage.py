@@ -87,7 +87,7 @@ FLOOD = 500
 # about 10-20).
 BARRAGE_STEPS = (0, 1, 3)
 SERVICES = ((PlanTask, 'plan_task'), (RankTasks, 'capability_estimator/rank_tasks'),
-            (ResetWorld, 'household_sim/reset_world'),
+            (ResetWorld, 'world_sim/reset_world'),
             (SaveBelief, 'capability_estimator/save_belief'))
 ACTIONS = ((EstimateCapabilities, 'capability_estimator/estimate'),
            (ExecuteSkill, 'robot/skills/wait'))
@@ -296,7 +296,7 @@ class Barrage:
                                goal_propositions=list(request.goal_propositions))
         calls = {'plan_task': PlanTask.Request(task=bad_task),
                  'capability_estimator/rank_tasks': RankTasks.Request(),
-                 'household_sim/reset_world': ResetWorld.Request(task=bad_task),
+                 'world_sim/reset_world': ResetWorld.Request(task=bad_task),
                  'capability_estimator/save_belief': SaveBelief.Request()}
         for name, call in calls.items():
             answer = self.call(name, call)
@@ -481,7 +481,7 @@ def barraged(tmp_path_factory):
     work = tmp_path_factory.mktemp('barrage')
     barrage = Barrage(work, executables, params, ros_domain.env)
     overrides = {
-        'household_sim': {'partner': PARTNER},
+        'world_sim': {'partner': PARTNER},
         'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
                                  'store_path': str(barrage.store_path)},
         'simulated_human': {'partner': PARTNER},

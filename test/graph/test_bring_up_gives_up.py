@@ -1,7 +1,7 @@
 """A managed node that can never configure: the lifecycle manager gives up on it.
 
 Real processes over DDS: joint_planner is given a planner time limit of NaN, so it
-refuses every configure (as it would a household file that does not exist); household_sim
+refuses every configure (as it would a household file that does not exist); world_sim
 is fine. The lifecycle manager must stop
 trying after ``bring_up_attempts`` with an ERROR naming the node and its own reason,
 and with ``exit_when_done`` end with code 1 (a launch that can never start must end);
@@ -33,7 +33,7 @@ from rcl_interfaces.srv import SetParameters  # noqa: E402
 
 from cecm_ros.srv import ManageNodes  # noqa: E402
 
-BROKEN, FINE = 'joint_planner', 'household_sim'
+BROKEN, FINE = 'joint_planner', 'world_sim'
 ATTEMPTS = 3
 # Far more than ATTEMPTS quick refusals with 2 s and 4 s between them take (scaled).
 GIVE_UP_LIMIT_S = 180.0

@@ -285,11 +285,11 @@ def test_an_intent_or_request_the_partner_would_refuse_is_not_asked(console):
 def test_an_unreadable_household_file_stops_the_console_with_the_reason(console):
     executables, _ = installed_or_skip('correction_console')
     done = subprocess.run([str(executables / 'correction_console'), '--ros-args', '-p',
-                           'household_file:=/no/such/household.yaml'],
+                           'tidyup.household:=/no/such/household.yaml'],
                           capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "cannot start node: parameter 'household_file' = '/no/such/household.yaml': " \
+    assert "cannot start node: parameter 'tidyup.household' = '/no/such/household.yaml': " \
         'cannot read household file /no/such/household.yaml' in done.stdout + done.stderr
 
 

@@ -88,7 +88,7 @@ class FaultySession:
         overrides = {
             'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
                                      'store_path': str(self.store_path)},
-            'household_sim': {'partner': PARTNER},
+            'world_sim': {'partner': PARTNER},
             'simulated_human': {'partner': PARTNER},
             'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
                              'exit_when_done': True, 'heldout_tasks': 0,
@@ -173,7 +173,7 @@ def test_a_node_killed_in_mid_session_costs_nothing(undisturbed, tmp_path):
         updates = estimator_log().count('updating with a trajectory')
         # The estimator in the middle of an update; everyone else in the middle of a task.
         session.kill_when_running('executor', session.next_step())
-        session.kill_when_running('household_sim', session.next_step())
+        session.kill_when_running('world_sim', session.next_step())
         session.kill_when_running(
             'capability_estimator',
             lambda: estimator_log().count('updating with a trajectory') > updates)

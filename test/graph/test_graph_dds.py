@@ -114,7 +114,7 @@ def session(tmp_path_factory):
             overrides = {
                 'capability_estimator': {'samples': SAMPLES, 'seed': SEED,
                                          'store_path': str(work / 'partners.sqlite')},
-                'household_sim': {'partner': PARTNER},
+                'world_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER},
                 'executor': {'intent_subscribers': 2},
                 'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
@@ -289,9 +289,9 @@ def test_world_aborts_skill_goals_for_a_wrong_step_or_an_unknown_action(session)
         task_id=last, attempt=attempt, step=steps, action='(juggle robot plate kitchen)'))
     assert unknown is not None and not unknown.result.success
     assert "unknown action 'juggle'" in unknown.result.message
-    assert processes.wait_for_log('household_sim', "unknown action 'juggle'", 10.0)
-    assert '[WARN] [household_sim]: robot skill' in processes.log('household_sim')
-    assert processes.alive('household_sim')
+    assert processes.wait_for_log('world_sim', "unknown action 'juggle'", 10.0)
+    assert '[WARN] [world_sim]: robot skill' in processes.log('world_sim')
+    assert processes.alive('world_sim')
 
 
 def test_loading_a_bad_belief_file_leaves_the_belief_untouched(session):
@@ -340,6 +340,6 @@ def test_all_processes_exit_cleanly_on_sigint(session):
     codes.update(processes.interrupt([n for n in running if n != MANAGER]))
     assert codes == dict.fromkeys(running, 0), f"{codes}\n{_logs(session)}"
     manager = processes.log(MANAGER)
-    assert 'executor: deactivate done' in manager and 'household_sim: cleanup done' in manager
+    assert 'executor: deactivate done' in manager and 'world_sim: cleanup done' in manager
     for name in (*NODES, MANAGER):
         assert 'Traceback' not in processes.log(name), processes.log(name)

@@ -58,7 +58,7 @@ def session(tmp_path_factory):
             overrides = {
                 'capability_estimator': {'samples': 40,
                                          'store_path': str(work / 'partners-{domain}.sqlite')},
-                'household_sim': {'partner': PARTNER},
+                'world_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER},
                 'task_manager': {'partner': PARTNER, 'tasks_file': str(tasks_file),
                                  'heldout_tasks': 0, 'exit_when_done': True,

@@ -55,5 +55,5 @@ def test_a_plugin_domain_runs_through_the_node_graph(tmp_path, plugin_site):
     assert last['hamming']['mean'] <= 0.25, log[-3000:]
     assert summary['report']['status']['run-letter'] == 'known_present'
     # The world node ran the stub's single skill kind and drew nothing domain-specific.
-    world_log = (out / 'logs' / 'household_sim.log').read_text()
+    world_log = (out / 'logs' / 'world_sim.log').read_text()
     assert 'skills act, wait' in world_log, world_log[-2000:]

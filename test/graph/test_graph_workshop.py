@@ -56,7 +56,7 @@ def session(tmp_path_factory):
             overrides = {
                 'capability_estimator': {'samples': 40,
                                          'store_path': str(work / 'partners-{domain}.sqlite')},
-                'household_sim': {'partner': PARTNER},
+                'world_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER},
                 'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'heldout_tasks': 4,
                                  'exit_when_done': True, 'summary_path': str(summary_path)},

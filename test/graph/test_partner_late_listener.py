@@ -35,7 +35,7 @@ from cecm_ros.core.domain import NOOP  # noqa: E402
 from cecm_ros.msg import Correction, RobotIntent, TaskRequest  # noqa: E402
 from cecm_ros.nodes import conversions as conv  # noqa: E402
 from cecm_ros.nodes.common import QOS_EVENTS, QOS_LATCHED  # noqa: E402
-from cecm_ros.nodes.household_sim import DEFAULT_SKILLS  # noqa: E402
+from cecm_ros.nodes.world_sim import DEFAULT_SKILLS  # noqa: E402
 
 NAMESPACE = 'late_listener_world'
 PARTNER = 'simulated_human'

@@ -40,7 +40,7 @@ def run_session(tmp_path, behaviour: str, tasks: int) -> tuple[dict, NodeProcess
             processes.start(node, {
                 'capability_estimator': {'samples': 30, 'seed': 0,
                                          'store_path': str(tmp_path / 'partners.sqlite')},
-                'household_sim': {'partner': PARTNER},
+                'world_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER, 'partner_behaviour': behaviour},
                 'executor': {'correction_window_s': 0.2, 'max_steps': 80},
                 'task_manager': {'partner': PARTNER, 'num_tasks': tasks, 'seed': 2,

@@ -41,7 +41,7 @@ def test_a_task_nobody_corrects_still_reaches_its_goal(tmp_path):
             processes.start(node, {
                 'capability_estimator': {'samples': 30, 'seed': 0,
                                          'store_path': str(tmp_path / 'partners.sqlite')},
-                'household_sim': {'partner': PARTNER},
+                'world_sim': {'partner': PARTNER},
                 'simulated_human': {'partner': PARTNER, 'answer_intents': False},
                 'executor': {'correction_window_s': 0.05, 'max_steps': MAX_STEPS},
                 'task_manager': {'partner': PARTNER, 'num_tasks': 1, 'seed': 0,

@@ -85,7 +85,7 @@ def test_a_cleanup_during_held_out_metrics_returns_promptly():
     try:
         peers = rclpy.create_node('task_manager_peers', context=context)
         nodes.append(peers)
-        peers.create_service(ResetWorld, 'household_sim/reset_world', _answer)
+        peers.create_service(ResetWorld, 'world_sim/reset_world', _answer)
         peers.create_service(SessionProgress, 'capability_estimator/session_progress', _answer)
         ActionServer(peers, RunTask, 'executor/run_task', lambda goal: RunTask.Result())
         ActionServer(peers, EstimateCapabilities, 'capability_estimator/estimate',

@@ -18,8 +18,8 @@ NODES = {'world_sim': 'WorldSim', 'joint_planner': 'JointPlannerNode',
          'skill_bridge': 'SkillBridge', 'scene_markers': 'SceneMarkers',
          'joy_corrections': 'JoyCorrections'}
 # Documented once for every node, at the top of the section "Nodes".
-COMMON = {'use_sim_time', 'start_type_description_service', 'domain', 'household_file',
-          'capabilities_file', 'tidyup.household', 'tidyup.capabilities', 'overcooked.file',
+COMMON = {'use_sim_time', 'start_type_description_service', 'domain',
+          'tidyup.household', 'tidyup.capabilities', 'overcooked.file',
           'diagnostics_period_s'}
 
 

@@ -30,7 +30,15 @@ ABOVE = {
     'study': ('cecm_ros.web', 'cecm_ros.nodes', *ROS),
     # The panel's codec loads message modules by name, at run time, never by import.
     'web': ('cecm_ros.tools', 'cecm_ros.nodes', 'cecm_ros.session', *ROS),
+    'tools': ('cecm_ros.session', 'cecm_ros.study', 'cecm_ros.web', 'cecm_ros.nodes',
+              'rosidl', *ROS),
+    # The top layer: nothing is above it.
+    'nodes': (),
 }
+# Imports from above that are known and wait for their fix, each (module, imported).
+# Issue 47 item 3: `cecm study` lives in tools/cli.py, which the study layer is above
+# (study imports the tools); the tools/ split removes it. Any other one fails.
+KNOWN = {('tools/cli.py', 'cecm_ros.study.commands')}
 
 
 def imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
@@ -56,11 +64,29 @@ def _modules():
                                id=str(path.relative_to(PACKAGE)))
 
 
+def _from_above(layer: str, path: Path, package: str) -> list[tuple[int, str]]:
+    return [(line, module) for line, module in imported_modules(path, package)
+            if any(module == name or module.startswith(name + '.') for name in ABOVE[layer])]
+
+
 @pytest.mark.parametrize('layer, path, package', list(_modules()))
 def test_a_module_imports_no_layer_above_its_own(layer, path, package):
-    bad = [f'line {line}: {module}' for line, module in imported_modules(path, package)
-           if any(module == name or module.startswith(name + '.') for name in ABOVE[layer])]
-    assert not bad, f'{path.relative_to(PACKAGE)} ({layer}) imports ' + '; '.join(bad)
+    where = path.relative_to(PACKAGE).as_posix()
+    bad = [f'line {line}: {module}' for line, module in _from_above(layer, path, package)
+           if (where, module) not in KNOWN]
+    assert not bad, f'{where} ({layer}) imports ' + '; '.join(bad)
+
+
+def test_every_package_folder_is_a_layer_and_every_known_exception_is_still_there():
+    generated = {'msg', 'srv', 'action'}   # the interfaces the build generates
+    folders = {p.name for p in PACKAGE.iterdir() if (p / '__init__.py').is_file()} - generated
+    assert folders == set(ABOVE), f'folders that are no layer: {sorted(folders - set(ABOVE))}'
+    for where, module in KNOWN:
+        layer = where.split('/')[0]
+        path = PACKAGE / where
+        package = '.'.join(('cecm_ros', *path.relative_to(PACKAGE).parent.parts))
+        found = {m for _, m in _from_above(layer, path, package)}
+        assert module in found, f'{where} no longer imports {module}: remove it from KNOWN'
 
 
 def test_the_check_sees_an_import_from_above(tmp_path):

@@ -8,9 +8,11 @@ import ast
 import os
 import re
 import runpy
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -341,17 +343,48 @@ def test_team_state_pub_sub_across_processes(ros_env, tmp_path):
     assert list(received[0].true_propositions) == ['p']
 
 
-def test_the_generic_graph_parameters_are_the_tidyup_ones_under_generic_names():
-    """config/cecm_graph.yaml (cecm_graph.launch.py) and config/tidyup_sim.yaml
-    (tidyup_sim.launch.py, cecm demo) differ only in the world node's name."""
+def test_the_world_node_is_world_sim_in_the_graph_and_every_default():
+    """One name for the world node (issue 47): the graph's parameters, the lifecycle
+    manager's start order, the demo graph and the launch files all say world_sim."""
     import yaml
 
-    generic = yaml.safe_load((REPO / 'config' / 'cecm_graph.yaml').read_text())
-    tidyup = yaml.safe_load((REPO / 'config' / 'tidyup_sim.yaml').read_text())
-    generic['household_sim'] = generic.pop('world_sim')
-    manager = generic['lifecycle_manager']['ros__parameters']
-    manager['node_names'] = ['household_sim' if n == 'world_sim' else n
-                             for n in manager['node_names']]
-    assert generic['task_manager']['ros__parameters'].pop('reset_service') == \
-        'world_sim/reset_world'
-    assert generic == tidyup
+    from cecm_ros.nodes.lifecycle_manager import DEFAULT_NODES
+    from cecm_ros.tools.demo_graph import NODES
+
+    params = yaml.safe_load((REPO / 'config' / 'tidyup_sim.yaml').read_text())
+    assert 'world_sim' in params
+    assert params['lifecycle_manager']['ros__parameters']['node_names'][0] == 'world_sim'
+    assert DEFAULT_NODES[0] == NODES[0] == 'world_sim'
+    for path in (*(REPO / 'config').glob('*.yaml'), *(REPO / 'launch').glob('*.py')):
+        assert 'household_sim' not in path.read_text(), path
+
+
+def test_household_sim_runs_the_world_and_says_once_that_it_is_deprecated(ros_env):
+    """The executable of the world's first name still starts the world, for one release,
+    and names world_sim in a single warning."""
+    from ament_index_python.packages import get_package_prefix
+
+    from cecm_ros.nodes.household_sim import DEPRECATED
+
+    executable = Path(get_package_prefix('cecm_ros')) / 'lib' / 'cecm_ros' / 'household_sim'
+    child = subprocess.Popen([str(executable)], env=ros_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(DEPRECATED in line for line in lines):
+        time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    try:
+        code = child.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        code = child.wait()
+    reader.join(5)
+    output = ''.join(lines)
+    assert 'world_sim' in DEPRECATED
+    assert output.count(DEPRECATED) == 1, output
+    warning = next(line for line in lines if DEPRECATED in line)
+    assert '[WARN]' in warning and '[household_sim]' in warning, warning
+    assert code == 0, output

@@ -413,7 +413,7 @@ def recorded(tmp_path_factory):
             # not exactly (an open defect, docs/design.md).
             'capability_estimator': {'samples': SAMPLES, 'seed': SEED, 'likelihood': 'indicator',
                                      'store_path': str(state['store'])},
-            'household_sim': {'partner': PARTNER},
+            'world_sim': {'partner': PARTNER},
             'simulated_human': {'partner': PARTNER},
             'task_manager': {'partner': PARTNER, 'num_tasks': TASKS, 'seed': SEED,
                              'exit_when_done': True, 'heldout_tasks': 0},

@@ -157,7 +157,7 @@ def test_a_journal_gives_a_task_s_later_held_out_metrics_with_its_row(tmp_path):
 
 
 def test_the_plan_store_parameter_refuses_a_directory(tmp_path):
-    from cecm_ros.nodes.common import _plan_store_check
+    from cecm_ros.nodes.domain_parameters import _plan_store_check
 
     assert _plan_store_check('') == ''
     assert _plan_store_check('off') == ''
