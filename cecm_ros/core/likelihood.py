@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 
 LIKELIHOODS = ('kernel', 'stepwise', 'fitted_stepwise', 'usage', 'indicator')
 # The likelihoods that take a lapse in (0, 0.5) (the fitted one infers its own).
@@ -367,8 +367,14 @@ class StepwiseLikelihoodModel(LikelihoodModel):
             if replan:
                 # From the state observed, the start included: the team plans from where
                 # the world is, which need not be the start the task was asked with.
-                here = self._task_from_state(task, observed[t])
-                for row, plan in zip(replan, self._plans(here, vectors[replan])):
+                try:
+                    here = self._task_from_state(task, observed[t])
+                    plans = self._plans(here, vectors[replan])
+                except (ConfigError, UnknownNameError):
+                    # A state no world is in (a perception glitch): no hypothesis plans
+                    # from it, so every one departs at the next step alike.
+                    plans = [None] * len(replan)
+                for row, plan in zip(replan, plans):
                     current[row] = None if plan is None else plan.trajectory
                     position[row] = 0
             if t == steps:

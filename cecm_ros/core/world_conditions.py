@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import CecmError, ConfigError
 
 # Tags of the streams below (the run's seed and the task's id complete each seed).
 _PERCEPTION_STREAM = 41
@@ -151,3 +151,16 @@ def evidence_trajectory(observed: Sequence, robot_failed: Sequence[bool]) -> lis
             continue
         kept.append(state)
     return kept
+
+
+def state_to_act_on(domain, task, seen, last):
+    """The state a robot plans and checks its goal from after seeing ``seen``: that state
+    when the domain can start ``task`` from it, else ``last`` (the last one it could),
+    and why ``seen`` was set aside ('' when it was not). A perception glitch can report
+    a state no world is in (a person in no room, a hand both free and full); planning
+    from it would fail, and the evidence keeps it anyway."""
+    try:
+        domain.validate_task(domain.task_from_state(task, seen))
+    except CecmError as error:
+        return last, str(error)
+    return seen, ''

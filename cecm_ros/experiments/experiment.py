@@ -125,7 +125,7 @@ class ExperimentSettings:
             raise ConfigError(f'heldout must be at least 0, got {self.heldout}')
         if self.set_diversity is not None and not 0.0 <= self.set_diversity <= 1.0:
             raise ConfigError(f'set_diversity must lie in [0, 1], got {self.set_diversity}')
-        self.world   # checks the world's settings
+        _ = self.world   # checks the world's settings
 
     @property
     def world(self) -> WorldConditions:

@@ -153,11 +153,13 @@ def atoms_from_msg(model: Domain, atoms: Iterable[str], what: str) -> list[str]:
 
 
 def team_state_msg(model: Domain, task_id: str, step: int, state,
-                   robot_action: str = '', human_action: str = '', stamp=None) -> TeamState:
+                   robot_action: str = '', human_action: str = '', stamp=None,
+                   robot_failed: bool = False) -> TeamState:
     msg = TeamState(domain=model.name, task_id=task_id, step=step,
                     true_propositions=model.state_facts(state),
                     state_features=model.state_features(state),
-                    robot_action=robot_action, human_action=human_action)
+                    robot_action=robot_action, human_action=human_action,
+                    robot_failed=robot_failed)
     if stamp is not None:
         msg.header.stamp = stamp
     return msg
@@ -432,7 +434,8 @@ def outcome_msg(task: Task, partner_id: str, trajectory: Sequence[TeamState],
                 robot_decisions: int, corrections: int, goal_reached: bool,
                 domain: str = '', robot_failed_steps: Sequence[int] = ()) -> TaskOutcome:
     return TaskOutcome(domain=domain, task_id=task.task_id, partner_id=partner_id,
-                       goal_propositions=sorted(task.goal), trajectory=list(trajectory),
+                       goal_propositions=sorted(task.goal),
+                       initial_propositions=sorted(task.initial), trajectory=list(trajectory),
                        robot_failed_steps=[int(s) for s in robot_failed_steps],
                        robot_actions=robot_decisions, corrections=corrections,
                        goal_reached=goal_reached)
@@ -458,6 +461,11 @@ def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
     for step in failed:
         flags[step] = True
     trajectory = evidence_trajectory(trajectory, flags)
+    if msg.initial_propositions:
+        # The start was set up, not seen: it stands for what perception showed of it.
+        start = atoms_from_msg(model, msg.initial_propositions, what + ' initial_propositions')
+        trajectory[0] = model.initial_state(Task(msg.task_id, frozenset(start),
+                                                 frozenset(goal)))
     task = model.task_from_state(Task(msg.task_id, frozenset(), frozenset(goal)),
                                  trajectory[0])
     try:

@@ -31,6 +31,7 @@ from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.partners import ReplanRule
+from cecm_ros.core.world_conditions import state_to_act_on
 from cecm_ros.msg import (
     Correction,
     CorrectionStatus,
@@ -322,7 +323,12 @@ class Executor(CecmNode):
     def _run(self, goal_handle, task, partner_id: str, attempt: int) -> RunTask.Result:
         model = self.model
         first = self._wait_state(task.task_id, 0)
-        state = conv.state_from_team_state(model, first)
+        state, unusable = state_to_act_on(model, task, conv.state_from_team_state(model, first),
+                                          model.initial_state(task))
+        if unusable:
+            self.get_logger().warning(f'task {task.task_id}: the first team_state seen is not '
+                                      f'a state the robot can act on ({unusable}); starting '
+                                      "from the task's start")
         plan = self._plan(task, state, partner_id)
         # An intent nobody hears is consent: give a partner's subscription a moment to
         # match first (a robot working without a partner just goes ahead).
@@ -366,7 +372,15 @@ class Executor(CecmNode):
                     'the observed state')
             after = self._wait_state(task.task_id, step + 1)
             trajectory.append(after)
-            before, state = state, conv.state_from_team_state(model, after)
+            # The robot acts on what perception reports, unless no world is in it (a
+            # glitch): then on the last state it could act on (the evidence keeps both).
+            before = state
+            state, unusable = state_to_act_on(model, task,
+                                              conv.state_from_team_state(model, after), state)
+            if unusable:
+                self.get_logger().warning(
+                    f'task {task.task_id} step {step}: the team_state seen is not a state '
+                    f'the robot can act on ({unusable}); going on from the last one it could')
             self.step_pub.publish(StepResult(
                 header=_header(self.stamp()), task_id=task.task_id, step=step,
                 action=executed, corrected=corrected, state_changed=skill.state_changed,

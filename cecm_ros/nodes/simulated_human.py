@@ -33,6 +33,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -127,6 +128,11 @@ class SimulatedHumanNode(CecmNode):
                      'With partner_behaviour person: how long a step waits for the '
                      "person's choice before the partner waits that step (0 = no limit)",
                      low=0.0, high=86_400.0)
+        self.declare('state_topic', 'team_state',
+                     'Where the partner sees the world: team_state (what the robot\'s '
+                     "perception reports) or world_state (world_sim's world as it is, what "
+                     'a person in the room sees; the two differ under perception noise)',
+                     check=ros_name())
         self.declare('seed', 0, "Seed of the partner's random choices (with the task id)",
                      low=0, high=2**31 - 1)
         self.declare('partner_search', 'own',
@@ -154,7 +160,7 @@ class SimulatedHumanNode(CecmNode):
         # The partner's own action at each step of the current run of the task.
         self.acted: dict[int, SentAction] = {}
         # (task id, step) -> (state, when received), and when the current run began.
-        self.states: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
+        self.states: OrderedDict[tuple[str, int], tuple[Any, float, bool]] = OrderedDict()
         self.run_began = 0.0
 
     def configure(self) -> None:
@@ -220,8 +226,9 @@ class SimulatedHumanNode(CecmNode):
                                      self.guarded(self._on_choice, 'human/choice'),
                                      QOS_EVENTS, callback_group=self.group),
             # Another group than the intents': an intent waits for its step's state.
-            self.create_subscription(TeamState, 'team_state',
-                                     self.guarded(self._on_team_state, 'team_state'),
+            self.create_subscription(TeamState, self.param('state_topic'),
+                                     self.guarded(self._on_team_state,
+                                                  self.param('state_topic')),
                                      QOS_TEAM_STATE, callback_group=self.group),
         ]
         self.get_logger().info(f'partner {spec!r}: lacks '
@@ -405,11 +412,18 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring team_state: {error}')
             return
         with self.locked():
-            self.states[(msg.task_id, msg.step)] = (state, time.monotonic())
+            self.states[(msg.task_id, msg.step)] = (state, time.monotonic(),
+                                                    msg.robot_failed)
             self.states.move_to_end((msg.task_id, msg.step))
             while len(self.states) > STATES_KEPT:
                 self.states.popitem(last=False)
         self.notify()
+
+    def _robot_failed(self, task_id: str, step: int) -> bool:
+        """Whether the world said the robot's skill failed in the step before ``step``."""
+        with self.locked():
+            seen = self.states.get((task_id, step))
+        return seen is not None and seen[1] >= self.run_began and seen[2]
 
     def _state_at(self, task_id: str, step: int) -> int | None:
         """The world's state at ``step`` of the current run, once it is known."""
@@ -433,7 +447,11 @@ class SimulatedHumanNode(CecmNode):
         """Re-plan from the world's state when it is not what the plan predicted. Step 0
         is the task's start, which the plan starts from; a partner that answers the
         intents enforces its plan, so the world cannot leave it."""
-        if self.answers or step == 0 or self.human.plan is None:
+        if step == 0 or self.human.plan is None:
+            return
+        # A partner that answers the intents enforces its plan: only a robot skill that
+        # failed (the world says so) takes the world off it.
+        if self.answers and not self._robot_failed(task_id, step):
             return
         self.wait_until(lambda: self._state_at(task_id, step) is not None, STATE_WAIT_S)
         state = self._state_at(task_id, step)

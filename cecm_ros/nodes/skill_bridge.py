@@ -6,7 +6,10 @@ This node serves those, and runs each goal on an existing action server of any t
 the action's arguments by a skill mapping file (:mod:`.skill_mapping`, docs/robot.md).
 The server's result becomes ``success`` (its status, and the result fields the mapping
 names), its feedback the skill's status; a cancel of the skill cancels the server's
-goal, and a skill that overruns its time is canceled and fails. ``wait`` (a step the
+goal, and a skill that overruns its time is canceled and fails. A server that ends
+aborted, succeeds with a result the mapping calls a failure, or overruns is the robot's
+skill failing (``skill_failed``: the executor re-plans and the team goes on); one that
+rejects the goal or cannot be reached is not. ``wait`` (a step the
 robot sits out) succeeds at once unless the mapping gives it a server.
 """
 
@@ -159,20 +162,24 @@ class SkillBridge(CecmNode):
             return self._failed(goal_handle, label, f'{entry.server} rejected the goal')
         except ResultTimeoutError:
             return self._failed(goal_handle, label, f'{entry.server} timed out after '
-                                f'{timeout:g} s (its goal was canceled)')
+                                f'{timeout:g} s (its goal was canceled)', skill_failed=True)
         except PeerUnavailableError as error:
             return self._failed(goal_handle, label, str(error))
         if status != GoalStatus.STATUS_SUCCEEDED:
             return self._failed(goal_handle, label, f'{entry.server} ended '
-                                f'{STATUS_NAMES.get(status, status)}: {summary(result)}')
+                                f'{STATUS_NAMES.get(status, status)}: {summary(result)}',
+                                skill_failed=True)
         problem = succeeded(entry, result)
         if problem:
-            return self._failed(goal_handle, label, f'{entry.server} succeeded but {problem}')
+            return self._failed(goal_handle, label, f'{entry.server} succeeded but {problem}',
+                                skill_failed=True)
         return _finish(goal_handle, 'succeed', f'{entry.server} succeeded', changed=True)
 
-    def _failed(self, goal_handle, label: str, message: str):
+    def _failed(self, goal_handle, label: str, message: str, skill_failed: bool = False):
+        """The goal fails; ``skill_failed``: the robot's skill ran and failed, as a
+        skill does (the team goes on), not a goal that could not run."""
         self.get_logger().warning(f'{label}: failed: {message}')
-        return _finish(goal_handle, 'abort', message)
+        return _finish(goal_handle, 'abort', message, skill_failed=skill_failed)
 
     def _status(self, entry: SkillMapping, feedback, variables: dict[str, str],
                 tables: dict[str, dict]) -> str:
@@ -184,9 +191,10 @@ class SkillBridge(CecmNode):
             return summary(feedback)
 
 
-def _finish(goal_handle, how: str, message: str, changed: bool = False):
+def _finish(goal_handle, how: str, message: str, changed: bool = False,
+            skill_failed: bool = False):
     result = ExecuteSkill.Result(success=how == 'succeed', state_changed=changed,
-                                 message=message)
+                                 message=message, skill_failed=skill_failed)
     finish_goal({'succeed': goal_handle.succeed, 'abort': goal_handle.abort,
                  'canceled': goal_handle.canceled}[how])
     return result

@@ -631,6 +631,7 @@ class TaskManager(CecmNode):
         goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
             domain=self.model.name, task_id=task.task_id, partner_id=self.partner_id,
             session_id=session_id, task_index=index, goal_propositions=sorted(task.goal),
+            initial_propositions=sorted(task.initial),
             trajectory=trajectory, robot_failed_steps=list(outcome.robot_failed_steps),
             robot_actions=outcome.robot_actions,
             corrections=outcome.corrections, goal_reached=outcome.goal_reached))

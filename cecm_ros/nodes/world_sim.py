@@ -9,6 +9,14 @@ from each agent for the current step, applies the joint step (human first, then
 robot), publishes ``team_state`` and then completes both goals.
 ``<node>/reset_world`` starts a task (step 0). The node is ``world_sim`` in every graph;
 the executable ``household_sim`` is its deprecated first name.
+
+The world a robot meets (each off by default; core/world_conditions.py): with
+``perception_missed`` / ``perception_spurious`` the ``team_state`` it publishes is what a
+noisy perception reports, while ``world_state`` always carries the world as it is (what a
+simulated partner, who sees the room, acts on); with ``skill_failure`` a robot action's
+skill fails now and then: the world applies only the partner's action, the robot's goal
+ends aborted with ``skill_failed`` and the team_state says ``robot_failed``. The noise
+draws from ``world_seed`` and the task, never from an estimator's stream.
 """
 
 from __future__ import annotations
@@ -19,8 +27,15 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from cecm_ros.action import ExecuteSkill
-from cecm_ros.core.domain import HUMAN, ROBOT
-from cecm_ros.core.simulator import WorldSimulator
+from cecm_ros.core.domain import HUMAN, NOOP, ROBOT
+from cecm_ros.core.simulator import ActionOutcome, WorldSimulator
+from cecm_ros.core.world_conditions import (
+    WORLD_SETTING_HELP,
+    WORLD_SETTINGS,
+    Perception,
+    SkillFailures,
+    WorldConditions,
+)
 from cecm_ros.msg import TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
@@ -64,7 +79,14 @@ class WorldSim(CecmNode):
                      'Skill goals that may wait for their step at once (a step needs two); '
                      "more are rejected, so waiting goals never take all of the node's "
                      f'{EXECUTOR_THREADS} executor threads', low=2, high=EXECUTOR_THREADS - 2)
+        for name in WORLD_SETTINGS:
+            self.declare(name, 0.0, WORLD_SETTING_HELP[name][0].upper() +
+                         WORLD_SETTING_HELP[name][1:] + ' (0 = off)', low=0.0, high=0.99)
+        self.declare('world_seed', 0, 'Seed of the perception noise and the skill failures '
+                     '(with the task and its attempt)', low=0, high=2**31 - 1)
         self.world: WorldSimulator | None = None
+        self.perception: Perception | None = None
+        self.failures: SkillFailures | None = None
         self.task = None
         self.attempt = 0             # TaskRequest.attempt of the task's current run
         self.generation = 0          # incremented by every reset; stale goals abort
@@ -79,10 +101,14 @@ class WorldSim(CecmNode):
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
         self.step_timeout = self.param('step_timeout_s') or None
+        self.conditions = WorldConditions(**{name: self.param(name)
+                                             for name in WORLD_SETTINGS})
         skills = served_kinds(self.model, self.param('skills'))
         self.team_state_pub = self.create_lifecycle_publisher(
             TeamState, 'team_state', QOS_TEAM_STATE)
-        self._entities = [self.team_state_pub, self.create_service(
+        self.world_state_pub = self.create_lifecycle_publisher(
+            TeamState, 'world_state', QOS_TEAM_STATE)
+        self._entities = [self.team_state_pub, self.world_state_pub, self.create_service(
             ResetWorld, '~/reset_world', self.guarded_service(self._on_reset, 'reset_world'),
             callback_group=self.group)]
         for agent, namespace in ((ROBOT, self.param('robot_skill_namespace')),
@@ -97,7 +123,7 @@ class WorldSim(CecmNode):
         self.get_logger().info(
             f'domain {self.model.describe()}, human capabilities '
             f'{spec!r} (lacks {self.model.catalog.describe_missing(self.truth)}); skills '
-            f'{", ".join(skills)} for robot and human')
+            f'{", ".join(skills)} for robot and human; world: {self.conditions}')
 
     def deactivate(self) -> None:
         with self.locked():
@@ -126,10 +152,15 @@ class WorldSim(CecmNode):
             self.generation += 1
             self.task, self.attempt = task, request.task.attempt
             self.world = WorldSimulator(self.model, self.truth, start)
+            # Each run of a task draws afresh (an attempt is another run of the world).
+            stream = f'{task.task_id}#{self.attempt}'
+            self.perception = Perception(self.model, self.conditions,
+                                         self.param('world_seed'), stream)
+            self.failures = SkillFailures(self.conditions.skill_failure,
+                                          self.param('world_seed'), stream)
             self.pending.clear()
             self.outcomes.clear()
-            self.team_state_pub.publish(conv.team_state_msg(
-                self.model, task.task_id, 0, start, stamp=self.stamp()))
+            self._publish_state(task.task_id, 0, start)
         self.notify()
         self.get_logger().info(f'world reset for task {task.task_id} '
                                f'({len(task.goal)} goal propositions)')
@@ -225,6 +256,8 @@ class WorldSim(CecmNode):
                 robot, human = self.outcomes[step]
                 outcome = robot if agent == ROBOT else human
                 message = outcome.reason or 'applied'
+                if outcome.reason == SKILL_FAILED:
+                    return _finish(goal_handle, 'abort', message, skill_failed=True)
                 return _finish(goal_handle, 'succeed', message, outcome.changed)
             if self.generation == generation and self.pending.get(agent) == action:
                 del self.pending[agent]   # withdrawn: the step has not happened
@@ -243,22 +276,44 @@ class WorldSim(CecmNode):
         """Both actions are in: apply the joint step and publish the new state."""
         step = len(self.world.trajectory) - 1
         robot_action, human_action = self.pending[ROBOT], self.pending[HUMAN]
-        robot, human = self.world.step(robot_action, human_action)
+        failed = robot_action != NOOP and self.failures is not None and self.failures.fails()
+        robot, human = self.world.step(NOOP if failed else robot_action, human_action)
+        if failed:
+            robot = ActionOutcome(ROBOT, robot_action, False, SKILL_FAILED)
         self.pending.clear()
         self.outcomes[step] = (robot, human)
-        self.team_state_pub.publish(conv.team_state_msg(
-            self.model, self.task.task_id, step + 1, self.world.state,
-            robot_action=robot_action, human_action=human_action, stamp=self.stamp()))
+        self._publish_state(self.task.task_id, step + 1, self.world.state, robot_action,
+                            human_action, failed)
         loops = [f'{o.agent} {o.action} self-loops ({o.reason})'
-                 for o in (human, robot) if o.self_loop]
+                 for o in (human, robot) if o.self_loop and o.reason != SKILL_FAILED]
+        if failed:
+            loops.append(f'the robot\'s skill failed ({SKILL_FAILED})')
         self.get_logger().info(
             f'task {self.task.task_id} step {step}: human {human_action}, robot '
             f'{robot_action}' + ('; ' + '; '.join(loops) if loops else ''))
 
 
-def _finish(goal_handle, how: str, message: str, changed: bool = False):
+    def _publish_state(self, task_id: str, step: int, state, robot_action: str = '',
+                       human_action: str = '', failed: bool = False) -> None:
+        """The world as it is on ``world_state``, as perception reports it on
+        ``team_state`` (the same without perception noise)."""
+        stamp = self.stamp()
+        for publisher, shown in ((self.world_state_pub, state),
+                                 (self.team_state_pub, self.perception.see(state)
+                                  if self.perception is not None else state)):
+            publisher.publish(conv.team_state_msg(
+                self.model, task_id, step, shown, robot_action=robot_action,
+                human_action=human_action, stamp=stamp, robot_failed=failed))
+
+
+# The reason a simulated skill failure gives (skill_failure).
+SKILL_FAILED = 'the skill failed (simulated: skill_failure)'
+
+
+def _finish(goal_handle, how: str, message: str, changed: bool = False,
+            skill_failed: bool = False):
     result = ExecuteSkill.Result(success=how == 'succeed', state_changed=changed,
-                                 message=message)
+                                 message=message, skill_failed=skill_failed)
     try:
         if how == 'succeed':
             goal_handle.succeed()

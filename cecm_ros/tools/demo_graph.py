@@ -41,6 +41,7 @@ from ament_index_python.packages import (
     get_package_share_directory,
 )
 
+from cecm_ros.core.world_conditions import WORLD_SETTINGS
 from cecm_ros.domains import load_domain
 from cecm_ros.tools.options import task_choice_text
 from cecm_ros.tools.process_graph import ProcessGraph, open_private, private_folder
@@ -100,7 +101,9 @@ def write_params(base: Path, args, out: Path,
     params = yaml.safe_load(base.read_text())
     spec = args.capabilities or args.partner
     settings: dict[str, dict[str, Any]] = {
-        'world_sim': {'partner': spec},
+        'world_sim': {'partner': spec, 'world_seed': args.seed,
+                      **{name: float(getattr(args, name, 0.0) or 0.0)
+                         for name in WORLD_SETTINGS}},
         'simulated_human': {'partner': spec, 'seed': args.seed},
         'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
                          'exit_when_done': True,
@@ -207,7 +210,13 @@ def _estimator_parameters(args) -> dict:
              'epsilon': args.epsilon, 'psi': args.psi, 'undecided': args.undecided,
              'sweeps': args.sweeps, 'coupling': args.coupling,
              'alike_rooms': args.alike_rooms, 'window': args.window,
-             'decay': args.decay, 'proposal': args.proposal}
+             'decay': args.decay, 'proposal': args.proposal,
+             'likelihood': getattr(args, 'likelihood', None),
+             'lapse': getattr(args, 'lapse', None),
+             'bandwidth': getattr(args, 'bandwidth', None),
+             'likelihood_seeds': getattr(args, 'likelihood_seeds', None),
+             'known_mass': getattr(args, 'known_mass', None),
+             'misperception': getattr(args, 'misperception', None)}
     values = dict(NODE_PARAMETERS)
     values.update({key: value for key, value in given.items() if value is not None})
     values['decay'] = float(values['decay'])

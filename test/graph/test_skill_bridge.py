@@ -162,10 +162,13 @@ def test_a_server_that_fails_or_says_it_failed_fails_the_skill(bridge):
     assert status == GoalStatus.STATUS_ABORTED and not result.success
     assert 'navigate_to_pose ended aborted' in result.message
     assert 'error_code=9000' in result.message
+    # The robot's skill ran and failed: the executor re-plans and the team goes on.
+    assert result.skill_failed
     # Succeeded by its status, failed by its result field (succeed_if).
     status, result, _ = bridge.send('pick', '(pick robot slippery study)')
     assert status == GoalStatus.STATUS_ABORTED and not result.success
     assert "succeeded but result success is False, not True" in result.message
+    assert result.skill_failed
 
 
 def test_a_skill_that_overruns_is_canceled_on_the_robot_and_fails(bridge):
@@ -197,6 +200,7 @@ def test_an_action_the_mapping_cannot_fill_is_refused_naming_why(bridge):
     status, result, _ = bridge.send('move', '(move robot kitchen garage)')
     assert status == GoalStatus.STATUS_ABORTED
     assert "table 'rooms' has no entry 'garage'" in result.message
+    assert not result.skill_failed   # a goal that could not run: the task cannot go on
     status, result, _ = bridge.send('pick', '(pick robot plate)')
     assert status == GoalStatus.STATUS_ABORTED
     assert 'does not match (pick robot ?item ?room)' in result.message
