@@ -460,12 +460,12 @@ def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
     flags = [False] * (len(trajectory) - 1)
     for step in failed:
         flags[step] = True
-    trajectory = evidence_trajectory(trajectory, flags)
     if msg.initial_propositions:
         # The start was set up, not seen: it stands for what perception showed of it.
         start = atoms_from_msg(model, msg.initial_propositions, what + ' initial_propositions')
         trajectory[0] = model.initial_state(Task(msg.task_id, frozenset(start),
                                                  frozenset(goal)))
+    trajectory = evidence_trajectory(trajectory, flags)
     task = model.task_from_state(Task(msg.task_id, frozenset(), frozenset(goal)),
                                  trajectory[0])
     try:

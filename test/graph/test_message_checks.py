@@ -121,3 +121,25 @@ def test_a_log_line_is_bounded_and_writable():
     assert len(line) < MAX_LOG_CHARS + 100 and line.endswith('characters not logged)')
     assert bounded_line('a\x00b\ud800c') == 'a\\x00b\\ud800c'
     assert bounded_line('short') == 'short'
+
+
+def test_an_outcome_leaves_out_the_robots_failed_steps_and_keeps_the_start_it_was_given(model):
+    """A failed robot step at which nothing seen changed is not evidence; the start the
+    task was set up with stands for a state 0 that perception misread; a failed step
+    beyond the trajectory is refused naming it."""
+    task = make_task('t', ['(item-at plate study)'])
+    start = model.initial_state(task)
+    glitch = model.state_from_atoms(set(task.initial) - {'(agent-at robot kitchen)'})
+    moved = model.transition(start, 'robot', MOVE, model.catalog.resolve('all'))[0]
+    states = [glitch, start, moved]
+    msgs = [conv.team_state_msg(model, 't', step, state) for step, state in enumerate(states)]
+    outcome = conv.outcome_msg(task, 'p', msgs, 1, 0, False, model.name,
+                               robot_failed_steps=[0])
+    observed_task, trajectory = conv.outcome_from_msg(model, outcome)
+    # State 0 is the start the task was given; step 0 failed and changed nothing then.
+    assert trajectory == [start, moved]
+    assert observed_task.initial == task.initial
+    outcome.robot_failed_steps = [2]
+    with pytest.raises(conv.MessageError, match='robot_failed_steps names step 2, but the '
+                                                'trajectory has 2 steps'):
+        conv.outcome_from_msg(model, outcome)
