@@ -287,6 +287,31 @@ class RosClient:
         self.rclpy.try_shutdown(context=self.context)
 
 
+def play_session(tmp_path: Path, parameters: dict[str, dict], client_name: str
+                 ) -> tuple[int | None, NodeProcesses, str]:
+    """Every node of the graph started with its ``parameters`` (over the installed file),
+    the lifecycle manager bringing them up, and the session played until the task manager
+    exits: its exit code, the processes (their logs stay readable) and the tail of every
+    node's log (for an assertion's message). The task manager must be given
+    ``exit_when_done``."""
+    executables, params = installed_or_skip(MANAGER)
+    domain = RosDomain()
+    client = RosClient(client_name)
+    processes = NodeProcesses(executables, params, domain.env, tmp_path)
+    try:
+        for node in NODES:
+            processes.start(node, parameters.get(node))
+        assert client.wait_for_nodes(NODES, 30.0)
+        processes.start(MANAGER, {'shutdown_timeout_s': 20.0})
+        code = processes.wait_for_exit('task_manager', 'the end of the session')
+        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}' for name in NODES)
+        return code, processes, logs
+    finally:
+        processes.close()
+        client.close()
+        domain.release()
+
+
 def core_session(partner: str, tasks: int, samples: int, seed: int = 0) -> list:
     """The ROS-free core's session of ``tasks`` TidyUP tasks with the graph's installed
     settings and ``seed``: per task its TaskResult (estimate, theta, corrections). A

@@ -32,7 +32,7 @@ import numpy as np
 from .domain import HUMAN, NOOP, ROBOT, Domain, JointPlan, JointStep, Planner, State, Task
 from .errors import CecmError, ConfigError, UnsolvableTaskError
 from .simulator import ActionOutcome, WorldSimulator
-from .world_conditions import Perception, SkillFailures, WorldConditions, evidence_trajectory
+from .world_conditions import Perception, SkillFailures, WorldConditions, evidence_of
 
 if TYPE_CHECKING:
     from .partner_policies import PolicyPartner
@@ -811,11 +811,12 @@ class TaskRecord:
     misperceived: int = 0        # observed states that were not the world's
     robot_failures: int = 0      # robot actions whose skill failed
 
-    def evidence(self) -> list[State]:
-        """What an estimator weighs of this task: the observed states without the
-        robot's failed steps that changed nothing seen (world_conditions)."""
-        return evidence_trajectory(self.observed or self.trajectory,
-                                   [step.robot_failed for step in self.steps])
+    def evidence(self, domain: Domain) -> list[State]:
+        """What an estimator weighs of this task: the observed states, their glitches
+        repaired where the neighbours tell, without the robot's failed steps that
+        changed nothing seen (world_conditions.evidence_of)."""
+        return evidence_of(domain, self.task, self.observed or self.trajectory,
+                           [step.robot_failed for step in self.steps])
 
 
 def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,

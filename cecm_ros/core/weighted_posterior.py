@@ -22,9 +22,11 @@ partner drawn afresh from the prior explains it better than the belief so far do
 the Bayes factor of "a new partner since this task" (the prior's predictive of this task
 alone, estimated from as many prior draws as there are particles, drawn from a stream of
 their own) against "the same partner" (the posterior's predictive), with a prior
-probability of a change :data:`CHANGE_HAZARD` per task. When the change is more likely,
-the earlier tasks (and what they proved) are set aside, the particles are the prior
-draws weighed by this task, and the update says so.
+probability of a change :data:`CHANGE_HAZARD` per task; and, when that one does not
+pass, of "a new partner since the task before" against the same partner for the two
+tasks together (a change whose first task the old belief still partly explains). When
+the change is more likely, the tasks before it (and what they proved) are set aside, the
+particles are the prior draws weighed by the tasks since, and the update says so.
 
 What the evidence has decided is read from Rao-Blackwellised marginals: for each of the
 most probable hypotheses the exact conditional probability of every capability given the
@@ -291,16 +293,32 @@ class WeightedPosterior(ParticlePosterior):
         fresh_logs = self._loglik_of(model, drawn, [item])
         factor = _log_mean_exp(fresh_logs) - past
         self.change_factors.append(float(factor))
-        if not factor > np.log((1.0 - CHANGE_HAZARD) / CHANGE_HAZARD):
-            return False
+        threshold = np.log((1.0 - CHANGE_HAZARD) / CHANGE_HAZARD)
+        since = [item]
+        if not factor > threshold:
+            # A change whose first task the old belief still half explains: the two
+            # tasks since the one before, together (their predictive under the belief
+            # before them is the two tasks' surprises), against a fresh partner's.
+            if len(earlier) < 2 or len(self.surprise) < 2:
+                return False
+            previous = earlier[-1]
+            pair_logs = self._loglik_of(model, drawn, [previous, item])
+            pair = _log_mean_exp(pair_logs) - (self.surprise[-2] + past)
+            if not pair > threshold:
+                return False
+            since, fresh_logs, factor = [previous, item], pair_logs, pair
+        first = _task_name(since[0].task)
         for other in earlier:
+            if other in since:
+                continue
             other.active = False
-            other.note = f'before the partner changed (at {_task_name(item.task)})'
-        self.changes.append(_task_name(item.task))
+            other.note = f'before the partner changed (at {first})'
+        self.changes.append(first)
         self.particles, self.log_weights = drawn, fresh_logs
-        self.surprise, self.change_factors = [past], [float(factor)]
+        self.surprise, self.change_factors = self.surprise[-len(since):], [float(factor)]
         update.changed = True
-        update.forgotten.extend(_task_name(other.task) for other in earlier)
+        update.forgotten.extend(_task_name(other.task) for other in earlier
+                                if other not in since)
         return True
 
     def _redraw(self, model: LikelihoodModel, rng: np.random.Generator
@@ -439,9 +457,12 @@ class WeightedPosterior(ParticlePosterior):
                  f'effective sample size {self.effective_size():.0f}',
                  f'{update.distinct} distinct hypotheses']
         if update.changed:
-            parts.append(f'the partner seems to have changed: {name} is explained far '
-                         'better by a partner drawn afresh than by the belief so far, so '
-                         f'the {len(update.forgotten)} earlier tasks are set aside')
+            since = self.changes[-1] if self.changes else name
+            shown = name if since == name else f'{since} and {name}'
+            parts.append(f'the partner seems to have changed: {shown} '
+                         f'{"is" if since == name else "are"} explained far better by a '
+                         'partner drawn afresh than by the belief so far, so the '
+                         f'{len(update.forgotten)} earlier tasks are set aside')
         elif update.forgotten:
             parts.append(f'forgot {", ".join(update.forgotten)}')
         decided = sum(entry.decided for entry in self.report)

@@ -13,10 +13,11 @@ reproducible and the estimator's own draws are the same with or without them.
   world does not change for it, the robot is told (as a ``NavigateToPose`` that ends
   aborted) and re-plans from where the world is.
 
-What the estimator is given of a task (:func:`evidence_trajectory`) leaves out the robot's
-failed steps that changed nothing seen: a failure is the robot's event and is never
-evidence about the partner. The estimator's side of noise is its ``misperception``
-setting (:mod:`~cecm_ros.core.likelihood`).
+What the estimator is given of a task (:func:`evidence_of`) is the observed states with
+the glitches no world can be in repaired from their neighbours (:func:`repaired`), and
+without the robot's failed steps that changed nothing seen (:func:`evidence_trajectory`):
+a failure is the robot's event and is never evidence about the partner. The estimator's
+own side of noise is its ``misperception`` setting (:mod:`~cecm_ros.core.likelihood`).
 """
 
 from __future__ import annotations
@@ -164,3 +165,37 @@ def state_to_act_on(domain, task, seen, last):
     except CecmError as error:
         return last, str(error)
     return seen, ''
+
+
+def repaired(domain, task, states: Sequence) -> tuple[list, int]:
+    """``states`` with each one no world can be in (a perception glitch: an item in two
+    rooms, a hand neither free nor full) replaced, where that makes one the world can be
+    in, by its facts as its neighbours agree on them: a fact seen before and after but
+    not then is taken as missed, one seen only then as false (a majority over three
+    frames, the smoothing a robot's perception stack does before it acts on a fact).
+    A state the world can be in is kept as seen, so a real one-step event (a person
+    passing through a room) stays. Also how many were replaced. Needs a domain whose
+    :meth:`~cecm_ros.core.domain.WorldModel.validate_task` knows its states' rules
+    (TidyUP does; a plain PDDL file's any set of facts is a state)."""
+    kept = list(states)
+    fixed = 0
+    for t in range(1, len(kept) - 1):
+        if not state_to_act_on(domain, task, kept[t], None)[1]:
+            continue
+        before, here, after = (set(domain.state_facts(kept[t + k])) for k in (-1, 0, 1))
+        facts = (here | (before & after)) - (here - before - after)
+        try:
+            candidate = domain.state_from_wire(sorted(facts), [])
+        except CecmError:
+            continue
+        if not state_to_act_on(domain, task, candidate, None)[1]:
+            kept[t] = candidate
+            fixed += 1
+    return kept, fixed
+
+
+def evidence_of(domain, task, observed: Sequence, robot_failed: Sequence[bool]) -> list:
+    """What an estimator weighs of a task seen as ``observed``: its glitches repaired
+    where their neighbours tell (:func:`repaired`), then without the robot's failed
+    steps that changed nothing (:func:`evidence_trajectory`)."""
+    return evidence_trajectory(repaired(domain, task, observed)[0], robot_failed)

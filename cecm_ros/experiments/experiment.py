@@ -305,7 +305,7 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             record = run_shared_task(model, task, robot, human, settings.world, seed)
             executed, executed_calls = time.perf_counter(), planner.calls
             try:
-                update = estimator.update(task, record.evidence())
+                update = estimator.update(task, record.evidence(model))
             except PlannerTimeoutError as error:
                 # An update that cannot finish leaves the belief as it was (the estimator
                 # never keeps a partial one); the run goes on with the next task.

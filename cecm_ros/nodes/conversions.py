@@ -20,7 +20,7 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import CapabilityBelief
 from cecm_ros.core.inference import STATUSES, CapabilityReport, describe_report
 from cecm_ros.core.simulator import predicted_trajectory
-from cecm_ros.core.world_conditions import evidence_trajectory
+from cecm_ros.core.world_conditions import evidence_of
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.msg import Correction, RobotIntent, StepResult, TaskOutcome, TaskRequest, TeamState
 from cecm_ros.msg import JointPlan as JointPlanMsg
@@ -443,8 +443,9 @@ def outcome_msg(task: Task, partner_id: str, trajectory: Sequence[TeamState],
 
 def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
     """The observed task (start = first state) and the states an estimator weighs: the
-    trajectory without the robot's failed steps that changed nothing seen
-    (:func:`~cecm_ros.core.world_conditions.evidence_trajectory`)."""
+    trajectory with its glitches repaired where the neighbouring states tell, without the
+    robot's failed steps that changed nothing seen
+    (:func:`~cecm_ros.core.world_conditions.evidence_of`)."""
     if not msg.task_id:
         raise MessageError('TaskOutcome has an empty task_id')
     what = f'TaskOutcome {msg.task_id!r}'
@@ -465,7 +466,8 @@ def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
         start = atoms_from_msg(model, msg.initial_propositions, what + ' initial_propositions')
         trajectory[0] = model.initial_state(Task(msg.task_id, frozenset(start),
                                                  frozenset(goal)))
-    trajectory = evidence_trajectory(trajectory, flags)
+    trajectory = evidence_of(model, Task(msg.task_id, frozenset(), frozenset(goal)),
+                             trajectory, flags)
     task = model.task_from_state(Task(msg.task_id, frozenset(), frozenset(goal)),
                                  trajectory[0])
     try:

@@ -220,3 +220,33 @@ def test_a_likelihood_without_a_feasibility_term_refuses_a_misperception_rate():
         EstimatorSettings(likelihood='indicator', misperception=0.05)
     with pytest.raises(ConfigError, match=r'misperception must lie in \[0, 0.5\)'):
         EstimatorSettings(misperception=0.7)
+
+
+def test_a_glitch_no_world_can_be_in_is_repaired_from_its_neighbours_and_a_real_visit_stays(
+        model):
+    """TidyUP's rules of a state (one room per person, a hand free or full): a fact missed
+    for one frame comes back, a false one goes; a state the world can be in is kept as
+    seen, so a person who passes through a room for one step still did."""
+    from cecm_ros.core.world_conditions import repaired
+
+    task = model.task_generator(0).tasks(1)[0]
+    everything = model.catalog.resolve('all')
+    start = model.initial_state(task)
+    human_room = next(f for f in model.state_facts(start) if f.startswith('(agent-at human'))
+    rooms = [r for r in model.household.rooms if f'(agent-at human {r})' != human_room]
+    here = human_room[1:-1].split()[2]
+    through = model.transition(start, 'human', f'(move human {here} {rooms[0]})',
+                               everything)[0]
+    beyond = model.transition(through, 'human', f'(move human {rooms[0]} {rooms[1]})',
+                              everything)[0]
+    missed = model.state_from_wire([f for f in model.state_facts(through)
+                                    if not f.startswith('(agent-at human')], [])
+    states, fixed = repaired(model, task, [start, missed, beyond])
+    assert fixed == 0 and states[1] == missed   # the neighbours disagree: nothing to go by
+    states, fixed = repaired(model, task, [start, missed, start])
+    assert fixed == 1 and states == [start, start, start]
+    spurious = model.state_from_wire(model.state_facts(start) + [f'(agent-at human {rooms[1]})'],
+                                     [])
+    assert repaired(model, task, [start, spurious, through]) == ([start, start, through], 1)
+    # A real one-step visit of a room is a state the world can be in: kept.
+    assert repaired(model, task, [start, through, beyond]) == ([start, through, beyond], 0)

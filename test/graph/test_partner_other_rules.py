@@ -16,46 +16,25 @@ import pytest
 pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 pytest.importorskip('cecm_ros.msg', reason='needs the generated interfaces (make build)')
 
-from graph_fixtures import (  # noqa: E402
-    MANAGER,
-    NODES,
-    NodeProcesses,
-    RosClient,
-    RosDomain,
-    installed_or_skip,
-)
+from graph_fixtures import NodeProcesses, play_session  # noqa: E402
 
 PARTNER = 'low_capability'
 STUBS = Path(__file__).resolve().parents[1] / 'partner_plugins' / 'stub_partners.py'
 
 
 def run_session(tmp_path, behaviour: str, tasks: int) -> tuple[dict, NodeProcesses, str]:
-    executables, params = installed_or_skip(MANAGER)
-    domain = RosDomain()
-    client = RosClient('cecm_other_rule_test')
-    processes = NodeProcesses(executables, params, domain.env, tmp_path)
     summary_path = tmp_path / 'summary.json'
-    try:
-        for node in NODES:
-            processes.start(node, {
-                'capability_estimator': {'samples': 30, 'seed': 0,
-                                         'store_path': str(tmp_path / 'partners.sqlite')},
-                'world_sim': {'partner': PARTNER},
-                'simulated_human': {'partner': PARTNER, 'partner_behaviour': behaviour},
-                'executor': {'correction_window_s': 0.2, 'max_steps': 80},
-                'task_manager': {'partner': PARTNER, 'num_tasks': tasks, 'seed': 2,
-                                 'exit_when_done': True, 'summary_path': str(summary_path)},
-            }.get(node))
-        assert client.wait_for_nodes(NODES, 30.0)
-        processes.start(MANAGER, {'shutdown_timeout_s': 20.0})
-        code = processes.wait_for_exit('task_manager', 'the end of the session')
-        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}' for name in NODES)
-        assert code == 0, logs
-        return json.loads(summary_path.read_text()), processes, logs
-    finally:
-        processes.close()
-        client.close()
-        domain.release()
+    code, processes, logs = play_session(tmp_path, {
+        'capability_estimator': {'samples': 30, 'seed': 0,
+                                 'store_path': str(tmp_path / 'partners.sqlite')},
+        'world_sim': {'partner': PARTNER},
+        'simulated_human': {'partner': PARTNER, 'partner_behaviour': behaviour},
+        'executor': {'correction_window_s': 0.2, 'max_steps': 80},
+        'task_manager': {'partner': PARTNER, 'num_tasks': tasks, 'seed': 2,
+                         'exit_when_done': True, 'summary_path': str(summary_path)},
+    }, 'cecm_other_rule_test')
+    assert code == 0, logs
+    return json.loads(summary_path.read_text()), processes, logs
 
 
 def test_a_greedy_partner_plays_a_session_through_the_graph(tmp_path):

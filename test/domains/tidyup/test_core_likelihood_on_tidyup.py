@@ -355,3 +355,26 @@ def test_planning_ahead_leaves_the_update_less_to_plan_and_the_same_belief(model
     assert sum(with_ahead) < sum(without), (update_plans, ahead_plans)
     assert np.allclose(beliefs[0].theta, beliefs[1].theta)
     assert [r.status for r in beliefs[0].report] == [r.status for r in beliefs[1].report]
+
+
+def test_a_change_two_tasks_show_together_is_found_and_the_tasks_since_are_kept():
+    """A partner who explained tasks 0-2 one way and tasks 3-4 another: each of 3 and 4
+    alone is too weak a sign of a new partner (its Bayes factor below log 19), the two
+    together are not (about log 37 with a lapse of 0.08, the table below), so the change
+    is found at task 4, dated to task 3, tasks 0-2 are set aside and 3-4 kept."""
+    first, second = (True, True), (False, False)
+
+    def distance(task, vector):
+        return 0.0 if vector == (first if task < 3 else second) else 0.9
+
+    posterior = stub_posterior(lapse=0.08, size=2, particles=400)
+    model = model_of(TableEvaluator(distance), 0.08)
+    rng = np.random.default_rng(2)
+    for task in range(4):
+        assert not posterior.update(task, ('obs', task), model, rng).changed
+    assert posterior.change_factors[-1] < np.log(19)
+    update = posterior.update(4, ('obs', 4), model, rng)
+    assert update.changed and posterior.changes == ['3']
+    assert [item.active for item in posterior.evidence] == [False, False, False, True, True]
+    assert update.forgotten == ['0', '1', '2']
+    assert mass_of(posterior, second) > 0.8
