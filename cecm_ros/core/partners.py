@@ -810,13 +810,18 @@ class TaskRecord:
     steps: list[StepRecord] = field(default_factory=list)
     misperceived: int = 0        # observed states that were not the world's
     robot_failures: int = 0      # robot actions whose skill failed
+    # A partner at its own pace: per observed change, whether it was the robot's failed
+    # skill (None: one observed state per joint step, flagged by ``steps``).
+    change_failed: list[bool] | None = None
+    partner_actions: int = 0     # actions the partner finished (a paced partner)
 
     def evidence(self, domain: Domain) -> list[State]:
         """What an estimator weighs of this task: the observed states, their glitches
         repaired where the neighbours tell, without the robot's failed steps that
         changed nothing seen (world_conditions.evidence_of)."""
-        return evidence_of(domain, self.task, self.observed or self.trajectory,
-                           [step.robot_failed for step in self.steps])
+        flags = self.change_failed if self.change_failed is not None else \
+            [step.robot_failed for step in self.steps]
+        return evidence_of(domain, self.task, self.observed or self.trajectory, flags)
 
 
 def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
@@ -842,6 +847,10 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
     perception = Perception(model, conditions, seed, task.task_id)
     failures = SkillFailures(conditions.skill_failure, seed, task.task_id)
     record.observed.append(perception.see(start))
+    if conditions.paced:
+        _run_paced(model, task, robot, human, world, record, perception, failures,
+                   conditions, seed)
+        return record
     # As the node graph's executor does, the task ends when its goal holds (a partner's
     # satisficing plan may have steps left that change nothing the goal asks for).
     while not human.finished and not world.goal_reached(task):
@@ -876,3 +885,84 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
     record.partner_deviations = human.deviations
     record.goal_reached = world.goal_reached(task)
     return record
+
+
+# A paced task ends after this many robot steps per step of the partner's first plan
+# (and a few more), goal or not: a partner and a robot that keep undoing each other's
+# work must not run for ever.
+PACED_STEP_FACTOR, PACED_STEP_EXTRA = 4, 20
+
+
+def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
+               human: SimulatedHuman | PolicyPartner, world: WorldSimulator,
+               record: TaskRecord, perception: Perception, failures: SkillFailures,
+               conditions: WorldConditions, seed: int) -> None:
+    """The task with a partner at its own pace (world_conditions): each robot action
+    takes one unit of time, each of the partner's a duration of its own drawn from the
+    conditions' range, so between two robot steps the partner finishes none, one or
+    several actions, and perception reports the world each time it changes. The partner
+    works down its own part of its plan, re-planning when its next action no longer
+    applies or its plan ran out before the goal; it does not wait for the robot's
+    announcements, so it corrects nothing, and the robot follows the world."""
+    durations = np.random.default_rng([seed, 47, zlib.crc32(task.task_id.encode())])
+    limit = PACED_STEP_FACTOR * max(1, len(record.human_plan.steps)) + PACED_STEP_EXTRA
+    flags: list[bool] = []
+    record.change_failed = flags
+    ends = 0.0      # when the partner's current action ends (None: it has none)
+    action: str | None = None
+
+    def seen(failed: bool) -> None:
+        """Perception reports the world when it changed."""
+        if world.trajectory[-1] != world.trajectory[-2]:
+            record.observed.append(perception.see(world.state))
+            flags.append(failed)
+
+    def partner_next() -> str:
+        # A partner that follows a plan re-plans when its next action no longer applies
+        # (the robot did it, or has not yet done what it needs); a policy decides anew.
+        stuck = human.enforces_plan and (human.finished or human.current_step.human not in
+                                         (NOOP, *model.applicable_actions(world.state,
+                                                                          HUMAN)))
+        if stuck:
+            try:
+                human.replan(world.state)
+            except CecmError:
+                return NOOP
+        human.choose_step(world.state, NOOP)
+        return human.current_step.human
+
+    for step in range(limit):
+        if world.goal_reached(task):
+            break
+        intended = robot.intent()
+        finish = float(step + 1)
+        while True:
+            if action is None:
+                action = partner_next()
+                ends += float(durations.uniform(conditions.partner_pace_low,
+                                                conditions.partner_pace_high))
+            if ends > finish:
+                break
+            world.step(NOOP, action)
+            seen(False)
+            record.partner_actions += 1
+            human.advance(world.state)
+            action = None
+            if world.goal_reached(task):
+                break
+        if world.goal_reached(task):
+            break
+        failed = intended != NOOP and failures.fails()
+        outcome, idle = world.step(NOOP if failed else intended, None)
+        if failed:
+            outcome = ActionOutcome(ROBOT, intended, False, 'the skill failed')
+        seen(failed)
+        record.robot_decisions += intended != NOOP
+        record.steps.append(StepRecord(step, intended, outcome, idle, False,
+                                       answered=False, robot_failed=failed))
+        robot.after_step(False, world.state, answered=False, failed=failed)
+    record.replans = robot.replans
+    record.misperceived = perception.misperceived
+    record.robot_failures = failures.failed
+    record.partner_deviations = human.deviations
+    record.goal_reached = world.goal_reached(task)

@@ -42,18 +42,35 @@ class WorldConditions:
     perception_missed: float = 0.0     # per reported state: each true fact not seen
     perception_spurious: float = 0.0   # per reported state: one false fact seen
     skill_failure: float = 0.0   # per robot action: chance its skill fails
+    # The partner at its own pace: each of its actions takes between these many robot
+    # actions' time (uniform); both 0: one action per joint step, in lockstep.
+    partner_pace_low: float = 0.0
+    partner_pace_high: float = 0.0
 
     def __post_init__(self):
         for item in fields(self):
             value = getattr(self, item.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0.0 <= value < 1.0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f'world conditions: {item.name} must be a number, got '
+                                  f'{value!r}')
+            if item.name.startswith('partner_pace'):
+                continue
+            if not 0.0 <= value < 1.0:
                 raise ConfigError(f'world conditions: {item.name} must be a probability in '
                                   f'[0, 1), got {value!r}')
+        low, high = self.partner_pace_low, self.partner_pace_high
+        if (low, high) != (0.0, 0.0) and not 0.0 < low <= high <= 100.0:
+            raise ConfigError(f'world conditions: the partner\'s pace needs 0 < '
+                              f'partner_pace_low <= partner_pace_high <= 100 (robot actions '
+                              f'per partner action), got {low:g} and {high:g}')
 
     @property
     def perfect(self) -> bool:
-        return not (self.noisy_perception or self.skill_failure)
+        return not (self.noisy_perception or self.skill_failure or self.paced)
+
+    @property
+    def paced(self) -> bool:
+        return self.partner_pace_high > 0
 
     @property
     def noisy_perception(self) -> bool:
@@ -85,6 +102,9 @@ class WorldConditions:
 # The settings above, by name (an experiment's, a sweep's, the world node's), and what
 # each means (the command line's and the node's help).
 WORLD_SETTINGS = tuple(item.name for item in fields(WorldConditions))
+# Those the node graph's world (lockstep joint steps) can simulate: not the pace.
+LOCKSTEP_WORLD_SETTINGS = tuple(name for name in WORLD_SETTINGS
+                                if not name.startswith('partner_pace'))
 WORLD_SETTING_HELP = {
     'perception_missed': 'chance that perception misses each true fact of a state it '
                          'reports (Overcooked: a person or object seen on a neighbouring '
@@ -93,6 +113,11 @@ WORLD_SETTING_HELP = {
                            'reports (Overcooked: one more thing seen a cell off)',
     'skill_failure': "chance that a robot action's skill fails (the world does not change; "
                      'the robot re-plans)',
+    'partner_pace_low': "the shortest a partner action takes, in robot actions (with "
+                        'partner_pace_high: the partner at its own pace, no longer in '
+                        'lockstep; 0 = lockstep)',
+    'partner_pace_high': 'the longest a partner action takes, in robot actions (its '
+                         'duration is uniform between the two)',
 }
 
 

@@ -98,6 +98,8 @@ class ExperimentSettings:
     perception_missed: float = 0.0
     perception_spurious: float = 0.0
     skill_failure: float = 0.0
+    partner_pace_low: float = 0.0      # both 0: the partner in lockstep with the robot
+    partner_pace_high: float = 0.0
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -129,8 +131,7 @@ class ExperimentSettings:
 
     @property
     def world(self) -> WorldConditions:
-        return WorldConditions(self.perception_missed, self.perception_spurious,
-                               self.skill_failure)
+        return WorldConditions(**{name: getattr(self, name) for name in WORLD_SETTINGS})
 
     def identity(self) -> dict[str, Any]:
         """These settings as a run's identity: all but the number of runs and of jobs

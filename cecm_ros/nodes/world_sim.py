@@ -30,8 +30,8 @@ from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT
 from cecm_ros.core.simulator import ActionOutcome, WorldSimulator
 from cecm_ros.core.world_conditions import (
+    LOCKSTEP_WORLD_SETTINGS,
     WORLD_SETTING_HELP,
-    WORLD_SETTINGS,
     Perception,
     SkillFailures,
     WorldConditions,
@@ -79,7 +79,7 @@ class WorldSim(CecmNode):
                      'Skill goals that may wait for their step at once (a step needs two); '
                      "more are rejected, so waiting goals never take all of the node's "
                      f'{EXECUTOR_THREADS} executor threads', low=2, high=EXECUTOR_THREADS - 2)
-        for name in WORLD_SETTINGS:
+        for name in LOCKSTEP_WORLD_SETTINGS:
             self.declare(name, 0.0, WORLD_SETTING_HELP[name][0].upper() +
                          WORLD_SETTING_HELP[name][1:] + ' (0 = off)', low=0.0, high=0.99)
         self.declare('world_seed', 0, 'Seed of the perception noise and the skill failures '
@@ -102,7 +102,7 @@ class WorldSim(CecmNode):
         self.truth = self.model.catalog.resolve(spec)
         self.step_timeout = self.param('step_timeout_s') or None
         self.conditions = WorldConditions(**{name: self.param(name)
-                                             for name in WORLD_SETTINGS})
+                                             for name in LOCKSTEP_WORLD_SETTINGS})
         skills = served_kinds(self.model, self.param('skills'))
         self.team_state_pub = self.create_lifecycle_publisher(
             TeamState, 'team_state', QOS_TEAM_STATE)

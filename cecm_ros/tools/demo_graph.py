@@ -41,7 +41,7 @@ from ament_index_python.packages import (
     get_package_share_directory,
 )
 
-from cecm_ros.core.world_conditions import WORLD_SETTINGS
+from cecm_ros.core.world_conditions import LOCKSTEP_WORLD_SETTINGS
 from cecm_ros.domains import load_domain
 from cecm_ros.tools.options import task_choice_text
 from cecm_ros.tools.process_graph import ProcessGraph, open_private, private_folder
@@ -103,7 +103,7 @@ def write_params(base: Path, args, out: Path,
     settings: dict[str, dict[str, Any]] = {
         'world_sim': {'partner': spec, 'world_seed': args.seed,
                       **{name: float(getattr(args, name, 0.0) or 0.0)
-                         for name in WORLD_SETTINGS}},
+                         for name in LOCKSTEP_WORLD_SETTINGS}},
         'simulated_human': {'partner': spec, 'seed': args.seed},
         'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
                          'exit_when_done': True,

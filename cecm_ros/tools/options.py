@@ -222,11 +222,14 @@ def plan_cache(args) -> bool | str:
 # ------------------------------------------------------------------------ commands
 
 
-def add_world_options(parser) -> None:
-    """The world a robot meets (core/world_conditions.py), each off by default."""
-    from cecm_ros.core.world_conditions import WORLD_SETTING_HELP
+def add_world_options(parser, lockstep: bool = False) -> None:
+    """The world a robot meets (core/world_conditions.py), each off by default;
+    ``lockstep``: only those a world of joint steps (the node graph's) can simulate."""
+    from cecm_ros.core.world_conditions import LOCKSTEP_WORLD_SETTINGS, WORLD_SETTING_HELP
 
     for name, text in WORLD_SETTING_HELP.items():
+        if lockstep and name not in LOCKSTEP_WORLD_SETTINGS:
+            continue
         parser.add_argument('--' + name.replace('_', '-'), dest=name, type=float,
                             default=0.0, metavar='P', help=f'{text} (default: 0)')
 
@@ -234,4 +237,4 @@ def add_world_options(parser) -> None:
 def world_settings(args) -> dict[str, float]:
     from cecm_ros.core.world_conditions import WORLD_SETTINGS
 
-    return {name: getattr(args, name) for name in WORLD_SETTINGS}
+    return {name: getattr(args, name) for name in WORLD_SETTINGS if hasattr(args, name)}

@@ -250,3 +250,46 @@ def test_a_glitch_no_world_can_be_in_is_repaired_from_its_neighbours_and_a_real_
     assert repaired(model, task, [start, spurious, through]) == ([start, start, through], 1)
     # A real one-step visit of a room is a state the world can be in: kept.
     assert repaired(model, task, [start, through, beyond]) == ([start, through, beyond], 0)
+
+
+def _paced_team(errands, low, high, seed, behaviour=None):
+    from cecm_ros.core.partners import PartnerBehaviour, SimulatedPartner
+
+    domain, planner = errands
+    truth = domain.catalog.resolve('all')
+    partner = SimulatedPartner(planner, truth,
+                               PartnerBehaviour.parse(behaviour) if behaviour else None,
+                               seed=seed)
+    records = []
+    for task in domain.task_generator(seed).tasks(3):
+        robot = RobotTeammate(planner, np.ones(len(domain.catalog), dtype=bool))
+        records.append(run_shared_task(
+            domain, task, robot, partner.for_task(task.task_id),
+            WorldConditions(partner_pace_low=low, partner_pace_high=high), seed))
+    partner.close()
+    return records
+
+
+@pytest.mark.parametrize('behaviour', [None, 'greedy'])
+def test_a_partner_at_its_own_pace_does_several_things_between_two_robot_steps(errands,
+                                                                              behaviour):
+    """A fast partner (a third to a half of a robot action per action) finishes several
+    of its actions within one robot step; perception reports each change, so the
+    evidence has steps only the partner took; the team reaches every goal; the same
+    seed draws the same durations."""
+    records = _paced_team(errands, 0.3, 0.5, seed=4, behaviour=behaviour)
+    again = _paced_team(errands, 0.3, 0.5, seed=4, behaviour=behaviour)
+    assert [r.observed for r in records] == [r.observed for r in again]
+    assert all(record.goal_reached for record in records)
+    assert sum(r.partner_actions for r in records) > sum(len(r.steps) for r in records)
+    for record in records:
+        observed = record.observed
+        assert len(record.change_failed) == len(observed) - 1
+        # Perception reports the world when it changes: every observed step is a change.
+        assert all(a != b for a, b in zip(observed, observed[1:]))
+
+
+def test_pace_settings_are_checked():
+    with pytest.raises(ConfigError, match='partner_pace_low <= partner_pace_high'):
+        WorldConditions(partner_pace_low=2.0, partner_pace_high=0.5)
+    assert WorldConditions(partner_pace_low=0.5, partner_pace_high=2.0).paced
