@@ -133,14 +133,16 @@ class ExperimentSettings:
     def world(self) -> WorldConditions:
         return WorldConditions(**{name: getattr(self, name) for name in WORLD_SETTINGS})
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self, unset_behaviour_kept: bool = False) -> dict[str, Any]:
         """These settings as a run's identity: all but the number of runs and of jobs
         (which change no run), and without the settings added later at their off value,
-        so that runs made before those settings existed are still found."""
+        so that runs made before those settings existed are still found (a sweep's cells
+        also leave out an unset partner behaviour and set diversity; an experiment's
+        folder has always named them: ``unset_behaviour_kept``)."""
         described = asdict(self)
         del described['runs'], described['jobs']
         for later in ('partner_behaviour', 'set_diversity'):
-            if described[later] is None:
+            if described[later] is None and not unset_behaviour_kept:
                 del described[later]
         for later in WORLD_SETTINGS:
             if not described[later]:
@@ -482,7 +484,7 @@ def experiment_key(settings: ExperimentSettings, model: Domain) -> str:
     (all but the number of runs and of jobs, which change no run) and of the domain (what
     it plans with and the tasks it draws), so that a run is reused only by the same
     experiment."""
-    described = settings.identity()
+    described = settings.identity(unset_behaviour_kept=True)
     scope = getattr(model, 'plan_scope', None)
     first = model.task_generator(run_seed(settings.seed, 0)).tasks(settings.tasks)
     identity = {'format': 'cecm_ros/experiment/1', 'settings': described,
