@@ -270,7 +270,8 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
                           jobs: int = 2, tasks: int = 5, task_choice: str = 'informative',
                           candidates: int = 5, store_path: str | None = None,
                           progress: Callable[[str], None] | None = None,
-                          likelihood: str | None = None) -> dict:
+                          likelihood: str | None = None, misperception: float = 0.0,
+                          world: dict[str, float] | None = None) -> dict:
     """A session as ``make demo`` runs it (the most informative of ``candidates`` tasks,
     the robot and the simulated partner, one update per task), in this process, twice:
     first on a plan store that is new (every plan made, as a first demo on a fresh
@@ -278,6 +279,8 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
 
     ``first_task_s`` is the time from the session's start to its first update's end;
     the update times are the estimator's alone (the plans the choice made are reused).
+    ``misperception`` and ``world`` (world_conditions settings) time the noise-aware
+    likelihood on a noisy world.
     """
     import tempfile
 
@@ -287,10 +290,11 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
     epsilon = model.default_epsilon or EstimatorSettings().epsilon
     settings = ExperimentSettings(partner=partner, method='cecm', runs=1, tasks=tasks,
                                   seed=seed, jobs=jobs, heldout=0, task_choice=task_choice,
-                                  candidates=candidates,
+                                  candidates=candidates, **(world or {}),
                                   estimator=EstimatorSettings(samples=samples,
                                                               epsilon=epsilon,
-                                                              likelihood=likelihood))
+                                                              likelihood=likelihood,
+                                                              misperception=misperception))
     sessions: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
         store = store_path or str(Path(scratch) / 'plans.sqlite')

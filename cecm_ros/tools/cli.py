@@ -319,6 +319,7 @@ def cmd_bench(args) -> int:
         result.update(run_session_benchmark(
             model, partner_spec(args), samples=args.samples, seed=args.seed, jobs=args.jobs,
             tasks=args.session_tasks, likelihood=args.likelihood,
+            misperception=args.misperception or 0.0, world=world_settings(args),
             progress=None if args.json else
             (lambda line: print(f'[cecm bench] {line}', file=sys.stderr, flush=True))))
     if args.json:
@@ -554,6 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
                           '(0: skip) (default: %(default)s)')
     sub.add_argument('--likelihood', choices=LIKELIHOODS,
                      help="the session's likelihood (default: the domain's)")
+    sub.add_argument('--misperception', type=float,
+                     help="the session's misperception term (default: 0; docs/robot.md)")
+    add_world_options(sub)
     sub.add_argument('--json', action='store_true', help='print one JSON object')
     sub.set_defaults(func=cmd_bench)
 
