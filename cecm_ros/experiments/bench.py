@@ -15,6 +15,7 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +272,7 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
                           candidates: int = 5, store_path: str | None = None,
                           progress: Callable[[str], None] | None = None,
                           likelihood: str | None = None, misperception: float = 0.0,
-                          world: dict[str, float] | None = None) -> dict:
+                          world: dict[str, Any] | None = None) -> dict:
     """A session as ``make demo`` runs it (the most informative of ``candidates`` tasks,
     the robot and the simulated partner, one update per task), in this process, twice:
     first on a plan store that is new (every plan made, as a first demo on a fresh
@@ -290,11 +291,12 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
     epsilon = model.default_epsilon or EstimatorSettings().epsilon
     settings = ExperimentSettings(partner=partner, method='cecm', runs=1, tasks=tasks,
                                   seed=seed, jobs=jobs, heldout=0, task_choice=task_choice,
-                                  candidates=candidates, **(world or {}),
+                                  candidates=candidates,
                                   estimator=EstimatorSettings(samples=samples,
                                                               epsilon=epsilon,
                                                               likelihood=likelihood,
                                                               misperception=misperception))
+    settings = replace(settings, **(world or {}))
     sessions: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
         store = store_path or str(Path(scratch) / 'plans.sqlite')
