@@ -74,6 +74,7 @@ from cecm_ros.nodes.skill_kinds import served_kinds
 
 EARLY_INTENTS_KEPT = 20
 STATES_KEPT = 200   # team states remembered, by (task id, step)
+DISCOVERY_GRACE_S = 1.0   # how long a step waits for its skill server to be discovered
 # How long an intent waits for the team_state of its step, which the world published
 # before the robot announced the step; without it the partner goes on with its plan.
 STATE_WAIT_S = 1.0
@@ -569,7 +570,10 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().error(f'step {step}: no human skill server for {kind!r} '
                                     f'(action {action})')
             return
-        if not client.server_is_ready():
+        # Discovery can lag a moment behind a busy graph (or one that is stopping): give
+        # the server up to DISCOVERY_GRACE_S before saying it was not there.
+        if not client.server_is_ready() and \
+                not client.wait_for_server(timeout_sec=DISCOVERY_GRACE_S):
             self.get_logger().warning(f'step {step}: human skill {kind!r} not discovered '
                                       'yet; sending anyway')
         future = client.send_goal_async(ExecuteSkill.Goal(
