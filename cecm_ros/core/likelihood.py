@@ -352,9 +352,9 @@ class StepwiseLikelihoodModel(LikelihoodModel):
         vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
         if not len(vectors):
             return np.zeros(0)
-        # Under a misperception probability every vector is walked (F weighs, not rules).
-        feasible = self.feasible(vectors, observed) if not self.likelihood.misperception \
-            else np.ones(len(vectors), dtype=bool)
+        # (Under a misperception probability nothing is proven, so every vector is
+        # walked and F weighs in log_likelihood.)
+        feasible = self.feasible(vectors, observed)
         slips = np.where(feasible, 0.0, np.inf)
         rows = np.flatnonzero(feasible)
         if not len(rows):

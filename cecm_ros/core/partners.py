@@ -29,10 +29,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .domain import HUMAN, NOOP, ROBOT, Domain, JointPlan, JointStep, Planner, State, Task
+from .domain import HUMAN, NOOP, Domain, JointPlan, JointStep, Planner, State, Task
 from .errors import CecmError, ConfigError, UnsolvableTaskError
 from .simulator import ActionOutcome, WorldSimulator
-from .world_conditions import Perception, SkillFailures, WorldConditions, evidence_of
+from .world_conditions import (
+    PartnerPace,
+    Perception,
+    SkillFailures,
+    WorldConditions,
+    evidence_of,
+)
 
 if TYPE_CHECKING:
     from .partner_policies import PolicyPartner
@@ -821,7 +827,8 @@ class TaskRecord:
         changed nothing seen (world_conditions.evidence_of)."""
         flags = self.change_failed if self.change_failed is not None else \
             [step.robot_failed for step in self.steps]
-        return evidence_of(domain, self.task, self.observed or self.trajectory, flags)
+        return evidence_of(domain, self.task, self.observed or self.trajectory, flags,
+                           repair=self.misperceived > 0)
 
 
 def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
@@ -860,11 +867,8 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
         executed = correction.corrected if correction else intended
         if intended != NOOP or executed != NOOP:
             record.robot_decisions += 1
-        failed = executed != NOOP and failures.fails()
-        robot_outcome, human_outcome = world.step(NOOP if failed else executed,
-                                                  human.current_step.human)
-        if failed:
-            robot_outcome = ActionOutcome(ROBOT, executed, False, 'the skill failed')
+        failed = failures.fails(executed)
+        robot_outcome, human_outcome = world.step(executed, human.current_step.human, failed)
         record.observed.append(perception.see(world.state))
         answered = human.enforces_plan or correction is not None
         record.steps.append(StepRecord(human.step, intended, robot_outcome,
@@ -879,12 +883,19 @@ def run_shared_task(model: Domain, task: Task, robot: RobotTeammate,
                 pass   # it goes on with the plan it has
         robot.after_step(correction is not None, world.state, answered=answered,
                          failed=failed)
+    _close_record(record, robot, human, world, perception, failures)
+    return record
+
+
+def _close_record(record: TaskRecord, robot: RobotTeammate,
+                  human: SimulatedHuman | PolicyPartner, world: WorldSimulator,
+                  perception: Perception, failures: SkillFailures) -> None:
+    """What a task's record says once the task is over."""
     record.replans = robot.replans
     record.misperceived = perception.misperceived
     record.robot_failures = failures.failed
     record.partner_deviations = human.deviations
-    record.goal_reached = world.goal_reached(task)
-    return record
+    record.goal_reached = world.goal_reached(record.task)
 
 
 # A paced task ends after this many robot steps per step of the partner's first plan
@@ -904,12 +915,12 @@ def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
     works down its own part of its plan, re-planning when its next action no longer
     applies or its plan ran out before the goal; it does not wait for the robot's
     announcements, so it corrects nothing, and the robot follows the world."""
-    durations = np.random.default_rng([seed, 47, zlib.crc32(task.task_id.encode())])
+    pace = PartnerPace(conditions, seed, task.task_id)
     limit = PACED_STEP_FACTOR * max(1, len(record.human_plan.steps)) + PACED_STEP_EXTRA
     flags: list[bool] = []
     record.change_failed = flags
-    ends = 0.0      # when the partner's current action ends (None: it has none)
-    action: str | None = None
+    ends = 0.0      # when the partner's current (or last) action ends
+    action: str | None = None   # the partner's action under way (None: it chooses next)
 
     def seen(failed: bool) -> None:
         """Perception reports the world when it changed."""
@@ -939,8 +950,7 @@ def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
         while True:
             if action is None:
                 action = partner_next()
-                ends += float(durations.uniform(conditions.partner_pace_low,
-                                                conditions.partner_pace_high))
+                ends += pace.duration()
             if ends > finish:
                 break
             world.step(NOOP, action)
@@ -952,17 +962,11 @@ def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
                 break
         if world.goal_reached(task):
             break
-        failed = intended != NOOP and failures.fails()
-        outcome, idle = world.step(NOOP if failed else intended, None)
-        if failed:
-            outcome = ActionOutcome(ROBOT, intended, False, 'the skill failed')
+        failed = failures.fails(intended)
+        outcome, idle = world.step(intended, None, failed)
         seen(failed)
         record.robot_decisions += intended != NOOP
         record.steps.append(StepRecord(step, intended, outcome, idle, False,
                                        answered=False, robot_failed=failed))
         robot.after_step(False, world.state, answered=False, failed=failed)
-    record.replans = robot.replans
-    record.misperceived = perception.misperceived
-    record.robot_failures = failures.failed
-    record.partner_deviations = human.deviations
-    record.goal_reached = world.goal_reached(task)
+    _close_record(record, robot, human, world, perception, failures)

@@ -12,7 +12,10 @@ import numpy as np
 from .domain import HUMAN, NOOP, ROBOT, ActionOutcome, Domain, State, Task
 from .errors import UnknownNameError
 
-__all__ = ['ActionOutcome', 'WorldSimulator', 'predicted_trajectory']
+__all__ = ['SKILL_FAILED', 'ActionOutcome', 'WorldSimulator', 'predicted_trajectory']
+
+# The reason a robot action's outcome gives when its skill failed.
+SKILL_FAILED = 'the skill failed'
 
 
 class WorldSimulator:
@@ -24,19 +27,26 @@ class WorldSimulator:
         self.state = state
         self.trajectory: list[State] = [state]
 
-    def step(self, robot_action: str | None, human_action: str | None
-             ) -> tuple[ActionOutcome, ActionOutcome]:
+    def step(self, robot_action: str | None, human_action: str | None,
+             robot_failed: bool = False) -> tuple[ActionOutcome, ActionOutcome]:
         """Apply a joint step. The human acts first, then the robot, each on the
         state the previous one left, so two actions that compete for one object
-        resolve the same way every time (the second one loops)."""
+        resolve the same way every time (the second one loops). ``robot_failed``: the
+        robot's skill for its action failed, so only the human's action applies and the
+        robot's outcome says :data:`SKILL_FAILED`."""
         # Validate both before changing anything, so bad input leaves the world as it was.
         for agent, text in ((ROBOT, robot_action), (HUMAN, human_action)):
             if text not in (None, NOOP) and self.domain.action_agent(text) != agent:
                 raise UnknownNameError(f'action {text} is not an action of the {agent}')
         state, human = self.domain.transition(self.state, HUMAN, human_action,
                                               self.human_capabilities)
-        state, robot = self.domain.transition(state, ROBOT, robot_action,
-                                              self.human_capabilities)
+        if robot_failed:
+            robot = ActionOutcome(ROBOT, self.domain.canonical_action(robot_action)
+                                  if robot_action not in (None, NOOP) else NOOP,
+                                  False, SKILL_FAILED)
+        else:
+            state, robot = self.domain.transition(state, ROBOT, robot_action,
+                                                  self.human_capabilities)
         self.state = state
         self.trajectory.append(state)
         return robot, human

@@ -33,6 +33,7 @@ from .errors import CecmError, ConfigError
 # Tags of the streams below (the run's seed and the task's id complete each seed).
 _PERCEPTION_STREAM = 41
 _SKILL_STREAM = 43
+_PACE_STREAM = 47
 
 
 @dataclass(frozen=True)
@@ -151,14 +152,26 @@ class SkillFailures:
         self._rng = _stream(seed, _SKILL_STREAM, task_id)
         self.failed = 0
 
-    def fails(self) -> bool:
-        """Whether the robot's next (non-idle) action fails; one draw per action, so
-        the draws do not depend on what else happens."""
-        if not self.probability:
+    def fails(self, action: str | None) -> bool:
+        """Whether the robot's ``action`` fails; one draw per action that is not idle,
+        so the draws do not depend on what else happens."""
+        if not self.probability or action in (None, 'noop'):
             return False
         failed = bool(self._rng.random() < self.probability)
         self.failed += failed
         return failed
+
+
+class PartnerPace:
+    """How long each of one task's partner actions takes, in robot actions (uniform
+    between the conditions' bounds; a stream of its own)."""
+
+    def __init__(self, conditions: WorldConditions, seed: int, task_id: str):
+        self.low, self.high = conditions.partner_pace_low, conditions.partner_pace_high
+        self._rng = _stream(seed, _PACE_STREAM, task_id)
+
+    def duration(self) -> float:
+        return float(self._rng.uniform(self.low, self.high))
 
 
 def evidence_trajectory(observed: Sequence, robot_failed: Sequence[bool]) -> list:
@@ -219,8 +232,11 @@ def repaired(domain, task, states: Sequence) -> tuple[list, int]:
     return kept, fixed
 
 
-def evidence_of(domain, task, observed: Sequence, robot_failed: Sequence[bool]) -> list:
+def evidence_of(domain, task, observed: Sequence, robot_failed: Sequence[bool],
+                repair: bool = True) -> list:
     """What an estimator weighs of a task seen as ``observed``: its glitches repaired
-    where their neighbours tell (:func:`repaired`), then without the robot's failed
-    steps that changed nothing (:func:`evidence_trajectory`)."""
-    return evidence_trajectory(repaired(domain, task, observed)[0], robot_failed)
+    where their neighbours tell (:func:`repaired`; ``repair`` False: perception is known
+    to have seen every state as it was), then without the robot's failed steps that
+    changed nothing (:func:`evidence_trajectory`)."""
+    states = repaired(domain, task, observed)[0] if repair else list(observed)
+    return evidence_trajectory(states, robot_failed)

@@ -27,8 +27,8 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from cecm_ros.action import ExecuteSkill
-from cecm_ros.core.domain import HUMAN, NOOP, ROBOT
-from cecm_ros.core.simulator import ActionOutcome, WorldSimulator
+from cecm_ros.core.domain import HUMAN, ROBOT
+from cecm_ros.core.simulator import SKILL_FAILED, WorldSimulator
 from cecm_ros.core.world_conditions import (
     LOCKSTEP_WORLD_SETTINGS,
     WORLD_SETTING_HELP,
@@ -257,7 +257,8 @@ class WorldSim(CecmNode):
                 outcome = robot if agent == ROBOT else human
                 message = outcome.reason or 'applied'
                 if outcome.reason == SKILL_FAILED:
-                    return _finish(goal_handle, 'abort', message, skill_failed=True)
+                    return _finish(goal_handle, 'abort', f'{message} (simulated: '
+                                   'skill_failure)', skill_failed=True)
                 return _finish(goal_handle, 'succeed', message, outcome.changed)
             if self.generation == generation and self.pending.get(agent) == action:
                 del self.pending[agent]   # withdrawn: the step has not happened
@@ -276,10 +277,8 @@ class WorldSim(CecmNode):
         """Both actions are in: apply the joint step and publish the new state."""
         step = len(self.world.trajectory) - 1
         robot_action, human_action = self.pending[ROBOT], self.pending[HUMAN]
-        failed = robot_action != NOOP and self.failures is not None and self.failures.fails()
-        robot, human = self.world.step(NOOP if failed else robot_action, human_action)
-        if failed:
-            robot = ActionOutcome(ROBOT, robot_action, False, SKILL_FAILED)
+        failed = self.failures is not None and self.failures.fails(robot_action)
+        robot, human = self.world.step(robot_action, human_action, failed)
         self.pending.clear()
         self.outcomes[step] = (robot, human)
         self._publish_state(self.task.task_id, step + 1, self.world.state, robot_action,
@@ -287,7 +286,7 @@ class WorldSim(CecmNode):
         loops = [f'{o.agent} {o.action} self-loops ({o.reason})'
                  for o in (human, robot) if o.self_loop and o.reason != SKILL_FAILED]
         if failed:
-            loops.append(f'the robot\'s skill failed ({SKILL_FAILED})')
+            loops.append("the robot's skill failed (simulated: skill_failure)")
         self.get_logger().info(
             f'task {self.task.task_id} step {step}: human {human_action}, robot '
             f'{robot_action}' + ('; ' + '; '.join(loops) if loops else ''))
@@ -304,10 +303,6 @@ class WorldSim(CecmNode):
             publisher.publish(conv.team_state_msg(
                 self.model, task_id, step, shown, robot_action=robot_action,
                 human_action=human_action, stamp=stamp, robot_failed=failed))
-
-
-# The reason a simulated skill failure gives (skill_failure).
-SKILL_FAILED = 'the skill failed (simulated: skill_failure)'
 
 
 def _finish(goal_handle, how: str, message: str, changed: bool = False,
