@@ -209,6 +209,11 @@ def _overrides(context) -> dict[str, dict]:
         # The recorder hears each intent too: the first must not go out before it does.
         per_node['executor']['intent_subscribers'] = \
             per_node['executor'].get('intent_subscribers', 1) + 1
+    if _markers(context):
+        # scene_markers listens as well; not counted, its subscription could stand in for
+        # the recorder's (or the partner's) and the first intent go out unheard by them.
+        per_node['executor']['intent_subscribers'] = \
+            per_node['executor'].get('intent_subscribers', 1) + 1
     if _flag(context, 'joy'):
         # So does the gamepad, which answers them.
         per_node['executor']['intent_subscribers'] = \
@@ -257,6 +262,11 @@ def _flag(context, name: str) -> bool:
         ('1', 'true', 'yes', 'on')
 
 
+def _markers(context) -> bool:
+    """scene_markers runs: markers:=true, rviz:=true or record:=true."""
+    return _flag(context, 'markers') or _flag(context, 'rviz') or _record(context)
+
+
 def _tools(context, params_file: str, log_level: str) -> list:
     """The tools beside the managed graph, each until the launch shuts down: the marker
     publisher (and RViz) and the gamepad."""
@@ -265,7 +275,7 @@ def _tools(context, params_file: str, log_level: str) -> list:
     common = {'domain': domain} if domain else {}
     actions = []
     rviz = _flag(context, 'rviz')
-    if rviz or _flag(context, 'markers') or _record(context):
+    if _markers(context):
         actions.append(Node(package=PACKAGE, executable='scene_markers', name='scene_markers',
                             parameters=[params_file, common], output='screen',
                             arguments=arguments, respawn=True, respawn_delay=RESPAWN_DELAY_S))

@@ -125,12 +125,15 @@ def write_params(base: Path, args, out: Path,
     manager['exit_when_done'] = True   # a node that can never come up ends the demo
     if getattr(args, 'web', False):
         _web_settings(params, settings, args)
-    if getattr(args, 'record', None) is not None:
-        # The recorder hears each intent too: the first must not go out before it does.
+    # The recorder and scene_markers hear each intent too; the first must not go out
+    # before every listener's subscription has matched (one counted for another would let
+    # it go out unheard by the recorder).
+    extra_listeners = (getattr(args, 'record', None) is not None) + markers_wanted(args)
+    if extra_listeners:
         executor = settings.setdefault('executor', {})
         configured = params.get('executor', {}).get('ros__parameters', {})
         executor['intent_subscribers'] = int(executor.get(
-            'intent_subscribers', configured.get('intent_subscribers', 1))) + 1
+            'intent_subscribers', configured.get('intent_subscribers', 1))) + extra_listeners
     files = {'tidyup.household': args.household, 'tidyup.capabilities': args.capabilities_file}
     domain = getattr(args, 'domain', None)
     if domain and Path(domain).is_file():
