@@ -36,15 +36,10 @@ from .inference import (
     describe_report,
 )
 from .likelihood import (
-    LAPSE_LIKELIHOODS,
-    LIKELIHOODS,
-    MISPERCEPTION_LIKELIHOODS,
-    PLAN_SET_LIKELIHOODS,
-    FittedLapseLikelihoodModel,
     Likelihood,
     LikelihoodModel,
-    StepwiseLikelihoodModel,
-    UsageLikelihoodModel,
+    likelihood_model,
+    likelihood_names,
     seeded_planners,
 )
 from .vectors import unique_rows
@@ -98,7 +93,7 @@ class EstimatorSettings:
     proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
     # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
     # the domain's value (Domain.likelihood_defaults).
-    likelihood: str | None = None     # core/likelihood.py's LIKELIHOODS
+    likelihood: str | None = None     # a registered likelihood (likelihood_names())
     lapse: float | None = None        # graded: chance of what no modelled plan explains
     bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
     likelihood_seeds: int | None = None   # kernel, usage: searches per hypothesis
@@ -141,15 +136,11 @@ class EstimatorSettings:
             raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
         if self.window is not None and self.decay is not None:
             raise ConfigError('choose either window or decay forgetting, not both')
-        if self.likelihood is not None and self.likelihood not in LIKELIHOODS:
-            raise ConfigError(f'likelihood must be one of {", ".join(LIKELIHOODS)}, got '
-                              f'{self.likelihood!r}')
+        if self.likelihood is not None and self.likelihood not in likelihood_names():
+            raise ConfigError(f'likelihood must be one of {", ".join(likelihood_names())}, '
+                              f'got {self.likelihood!r}')
         if self.lapse is not None and not 0.0 <= self.lapse < 1.0:
             raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
-        if self.likelihood in LAPSE_LIKELIHOODS and self.lapse is not None \
-                and not 0.0 < self.lapse < 0.5:
-            raise ConfigError(f'the {self.likelihood} likelihood needs a lapse in (0, 0.5), '
-                              f'got {self.lapse}')
         if self.bandwidth is not None and self.bandwidth < 0.0:
             raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
         if self.likelihood_seeds is not None and self.likelihood_seeds < 1:
@@ -157,11 +148,9 @@ class EstimatorSettings:
                               f'{self.likelihood_seeds}')
         if not 0.0 <= self.misperception < 0.5:
             raise ConfigError(f'misperception must lie in [0, 0.5), got {self.misperception}')
-        if self.misperception and self.likelihood is not None \
-                and self.likelihood not in MISPERCEPTION_LIKELIHOODS:
-            raise ConfigError(f'misperception {self.misperception:g}: the {self.likelihood} '
-                              f'likelihood cannot weigh a glitch; use one of '
-                              f'{", ".join(MISPERCEPTION_LIKELIHOODS)}')
+        if self.likelihood is not None:
+            # What the chosen likelihood declares it takes (its lapse rule, a glitch).
+            likelihood_model(self.likelihood).check_settings(self.lapse, self.misperception)
         if not 0.5 < self.known_mass < 1.0:
             raise ConfigError(f'known_mass must lie in (0.5, 1), got {self.known_mass}')
         if self.inference == 'posterior' and self.decay is not None:
@@ -647,7 +636,9 @@ class CecmEstimator(Estimator):
             return None
         evaluators = [evaluator]
         planner = getattr(evaluator, 'planner', None)
-        if planner is not None and (self.settings.likelihood_seeds or 1) > 1:
+        kind = likelihood_model(self.settings.likelihood or DEFAULT_LIKELIHOOD['likelihood'])
+        if planner is not None and kind.extra_searches \
+                and (self.settings.likelihood_seeds or 1) > 1:
             from .hypotheses import evaluator_for
 
             # The same kind of evaluator on each twin (CE-CM-Div's with its set rules).
@@ -655,16 +646,7 @@ class CecmEstimator(Estimator):
                 else None
             evaluators += [evaluator_for(self.method, twin, diversity) for twin in
                            seeded_planners(planner, self.settings.likelihood_seeds or 1)[1:]]
-        if self.settings.likelihood == 'usage':
-            return UsageLikelihoodModel(self.settings.likelihood_form(), evaluators,
-                                        self.model.exercised_capabilities)
-        if self.settings.likelihood in ('stepwise', 'fitted_stepwise'):
-            kind = StepwiseLikelihoodModel if self.settings.likelihood == 'stepwise' \
-                else FittedLapseLikelihoodModel
-            return kind(self.settings.likelihood_form(), evaluators[:1],
-                        self.model.exercised_capabilities, self.model.task_from_state)
-        return LikelihoodModel(self.settings.likelihood_form(), evaluators,
-                               self.model.exercised_capabilities)
+        return kind.for_domain(self.settings.likelihood_form(), evaluators, self.model)
 
     def _new_posterior(self) -> ParticlePosterior:
         settings, catalog = self.settings, self.model.catalog
@@ -770,7 +752,7 @@ class CecmDivEstimator(CecmEstimator):
     """CE-CM-Div: CE-CM with a set of diverse plans per hypothesis (give it a
     :class:`~cecm_ros.core.hypotheses.DiversePlanEvaluator`). Under a likelihood that
     compares with one plan per hypothesis the sets would be made and never read, so such
-    a likelihood is refused (:data:`PLAN_SET_LIKELIHOODS` read them)."""
+    a likelihood is refused (those whose class declares ``reads_plan_sets`` read them)."""
 
     method = 'cecm_div'
 
@@ -778,14 +760,15 @@ class CecmDivEstimator(CecmEstimator):
                  seed: int = 0, belief: CapabilityBelief | None = None):
         chosen = (belief.settings if belief is not None
                   else (settings or EstimatorSettings())).for_domain(model)
-        if chosen.weighted and chosen.likelihood not in PLAN_SET_LIKELIHOODS:
+        readers = likelihood_names(reads_plan_sets=True)
+        if chosen.weighted and chosen.likelihood not in readers:
             raise ConfigError(
                 f'CE-CM-Div compares what the team did with a set of plans per hypothesis, '
                 f'but the {chosen.likelihood} likelihood'
                 + (f' ({model.name}\'s default)' if (settings is None or
                                                       settings.likelihood is None) else '')
                 + ' compares with one plan; choose a likelihood that reads the sets: '
-                + ', '.join(PLAN_SET_LIKELIHOODS) + ' (--likelihood)')
+                + ', '.join(readers) + ' (--likelihood)')
         super().__init__(model, evaluator, settings, seed, belief)
 
 

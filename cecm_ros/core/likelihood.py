@@ -30,16 +30,11 @@ The posterior (``weighted_posterior``) multiplies, per task, a likelihood
 ``indicator`` (lapse 0, no shoulder, no feasibility term) is the hard accept/reject of
 earlier versions, kept so that old results can be re-made.
 
-``fitted_stepwise`` is the stepwise likelihood with the partner's lapse not fixed but
-inferred with the capabilities: one lapse per partner, shared by all its tasks, on a grid
-(:data:`LAPSE_GRID`, equal prior weights) over which the likelihood of every task seen is
-summed. A partner who follows the robot's model with rare slips is weighed as with a
-small lapse (each slip is strong evidence); one whom no hypothesis predicts well (another
-decision rule: a myopic person, a habit) gets a large fitted lapse, so its departures
-from a hypothesis's plans cost little (robust Bayes under misspecification: a lapse
-fitted per partner rather than fixed, cf. Masters & Sardina 2021). Tasks then no longer
-add up independently: each gives its slips per hypothesis (:meth:`~LikelihoodModel.
-task_terms`) and the posterior combines them (:meth:`~LikelihoodModel.combine`).
+The likelihoods are registered by name (:func:`likelihood_model`): the kernel and the
+indicator here, ``stepwise`` and ``fitted_stepwise`` in :mod:`.likelihood_stepwise`,
+``usage`` in :mod:`.likelihood_usage`. Each class declares what it takes (its lapse rule,
+whether it reads plan sets or weighs a misperception), and the settings, the CLI, sweeps
+and the node read those declarations instead of lists of names.
 
 Nothing here knows a domain: the trajectories come from hypothesis evaluators
 (:mod:`~cecm_ros.core.hypotheses`) and the proven capabilities from
@@ -48,27 +43,21 @@ Nothing here knows a domain: the trajectories come from hypothesis evaluators
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
+from typing import ClassVar
 
 import numpy as np
 
-from .errors import ConfigError, UnknownNameError
+from .errors import ConfigError
 
-LIKELIHOODS = ('kernel', 'stepwise', 'fitted_stepwise', 'usage', 'indicator')
-# The likelihoods that take a lapse in (0, 0.5) (the fitted one infers its own).
-LAPSE_LIKELIHOODS = ('stepwise', 'usage')
-# fitted_stepwise: the lapses a partner may have (equal prior weights), each below 1/2 so
-# that a slip is always the less likely outcome of a step.
-LAPSE_GRID = (0.01, 0.03, 0.06, 0.1, 0.15, 0.22, 0.3, 0.38, 0.45)
-# The likelihoods that read a hypothesis's set of plans (CE-CM-Div) where there is one: the
-# kernel and the indicator by the set's closest plan, usage by how often its plans use
-# each capability. The stepwise likelihood follows one plan.
-PLAN_SET_LIKELIHOODS = ('kernel', 'usage', 'indicator')
-# The likelihoods whose feasibility term a misperception probability softens (the
-# indicator has none; the fitted lapse's tasks combine by slips, which it does not weigh).
-MISPERCEPTION_LIKELIHOODS = ('kernel', 'stepwise', 'usage')
+# How a likelihood takes the ``lapse`` setting (LikelihoodModel.lapse_rule): any value in
+# [0, 1); a slip's chance, in (0, 0.5), so that a slip is always the less likely outcome;
+# none (the hard accept/reject: 0 whatever is set); or inferred (the setting is unused).
+LAPSE_RULES = ('any', 'slip', 'none', 'fitted')
 # Seeds of the estimator's extra searches (the m-th is LIKELIHOOD_SEED_BASE + m): far from
 # any seed a simulated partner searches with, so the two never share a random stream.
 LIKELIHOOD_SEED_BASE = 1_500_000_007
@@ -97,18 +86,8 @@ class Likelihood:
     @classmethod
     def named(cls, kind: str, epsilon: float, lapse: float, bandwidth: float,
               misperception: float = 0.0) -> Likelihood:
-        if kind not in LIKELIHOODS:
-            raise ConfigError(f'unknown likelihood {kind!r}; choose one of '
-                              f'{", ".join(LIKELIHOODS)}')
-        if misperception and kind not in MISPERCEPTION_LIKELIHOODS:
-            raise ConfigError(f'misperception {misperception:g}: the {kind} likelihood '
-                              f'has no feasibility term to soften; use one of '
-                              f'{", ".join(MISPERCEPTION_LIKELIHOODS)}')
-        if kind == 'indicator':
-            return cls(epsilon, 0.0, 0.0, feasibility=False)
-        if kind in LAPSE_LIKELIHOODS and not 0.0 < lapse < 0.5:
-            raise ConfigError(f'the {kind} likelihood needs a lapse in (0, 0.5), got {lapse}')
-        return cls(epsilon, lapse, bandwidth, feasibility=True, misperception=misperception)
+        """The form of the registered likelihood ``kind`` with these settings, checked."""
+        return likelihood_model(kind).form(epsilon, lapse, bandwidth, misperception)
 
     @property
     def hard(self) -> bool:
@@ -143,6 +122,45 @@ class LikelihoodModel:
     (``Domain.exercised_capabilities``). Proven capabilities are computed once per
     observation.
     """
+
+    # What a registered likelihood declares about itself (register_likelihood): the name
+    # the settings, the CLI and sweeps use for it, one line of help, how it takes the lapse
+    # (LAPSE_RULES), whether it reads CE-CM-Div's plan sets, whether a misperception
+    # probability softens its feasibility term, and whether it uses the extra seeded
+    # searches of ``likelihood_seeds`` (else only the robot's own).
+    name: ClassVar[str] = ''
+    summary: ClassVar[str] = ''
+    lapse_rule: ClassVar[str] = 'any'
+    reads_plan_sets: ClassVar[bool] = False
+    softens_misperception: ClassVar[bool] = True
+    extra_searches: ClassVar[bool] = True
+
+    @classmethod
+    def check_settings(cls, lapse: float | None, misperception: float) -> None:
+        """Raise ConfigError when this likelihood cannot take these settings (None: the
+        domain's value, checked when it is filled in)."""
+        if misperception and not cls.softens_misperception:
+            raise ConfigError(f'misperception {misperception:g}: the {cls.name} likelihood '
+                              f'cannot weigh a glitch; use one of '
+                              f'{", ".join(likelihood_names(softens_misperception=True))}')
+        if lapse is not None and cls.lapse_rule == 'slip' and not 0.0 < lapse < 0.5:
+            raise ConfigError(f'the {cls.name} likelihood needs a lapse in (0, 0.5), got '
+                              f'{lapse}')
+
+    @classmethod
+    def form(cls, epsilon: float, lapse: float, bandwidth: float,
+             misperception: float = 0.0) -> Likelihood:
+        """The likelihood's parameters for these settings (refused as check_settings says)."""
+        cls.check_settings(lapse, misperception)
+        if cls.lapse_rule == 'none':
+            return Likelihood(epsilon, 0.0, 0.0, feasibility=False)
+        return Likelihood(epsilon, lapse, bandwidth, feasibility=True,
+                          misperception=misperception)
+
+    @classmethod
+    def for_domain(cls, likelihood: Likelihood, evaluators: Sequence, domain):
+        """The model on ``evaluators`` with what it needs of ``domain``."""
+        return cls(likelihood, evaluators, domain.exercised_capabilities)
 
     def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None):
         if not evaluators:
@@ -278,211 +296,104 @@ class LikelihoodModel:
         return logs
 
 
-class StepwiseLikelihoodModel(LikelihoodModel):
-    """The likelihood of a partner who follows its optimal plan and sometimes slips.
+class KernelLikelihoodModel(LikelihoodModel):
+    """The ABC kernel with a lapse: the share of a hypothesis's searches whose trajectory
+    lies within epsilon of the observation (module docstring)."""
 
-    A partner with ``c`` follows the plan its planner makes for ``c``; with probability
-    ``lapse`` per step it does something else (a slip, a detour, a softmax choice), and
-    from where that leaves the world it plans again. The observed trajectory is walked
-    step by step: a step that is the next step of ``c``'s current plan weighs
-    ``1 - lapse``, any other ``lapse``, after which ``c``'s plan is made afresh from the
-    state observed (the robot's planner from an intermediate state: the task from that
-    state). A trajectory-level distance cannot tell "one slip, then the right plan" from
-    "the wrong plan all along": after one slip every later joint state differs from the
-    plan made at the start. Plans come from the robot's own search only (a
-    deterministic planner's; one per observed state a hypothesis departs at, shared
-    between hypotheses), and proven capabilities (``F``) are certain as in the kernel.
-    """
-
-    def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None,
-                 task_from_state=None):
-        super().__init__(likelihood, evaluators, exercised)
-        if task_from_state is None:
-            raise ConfigError('the stepwise likelihood needs the domain\'s task_from_state')
-        self._task_from_state = task_from_state
-
-    def _plans(self, task, vectors: np.ndarray) -> list:
-        """The primary evaluator's plans of ``vectors`` (None where ``task`` cannot be
-        done under a vector)."""
-        from .errors import UnsolvableTaskError
-
-        plans_of = getattr(self.primary, 'plans', None)
-        if plans_of is None:
-            plans_of = self.primary.shared.plans
-        try:
-            return list(plans_of(task, vectors))
-        except UnsolvableTaskError:
-            # Unreachable for every partner: the observation is no task at all (the error
-            # names it); else only some vectors cannot finish from here.
-            plans_of(task, np.ones((1, vectors.shape[1]), dtype=bool))
-            answers = []
-            for vector in vectors:
-                try:
-                    answers.append(plans_of(task, vector[None, :])[0])
-                except UnsolvableTaskError:
-                    answers.append(None)
-            return answers
-
-    def explained_floor(self, observed: Sequence) -> float | None:
-        """The log-likelihood of a hypothesis whose plans follow every step."""
-        return (len(observed) - 1) * float(np.log1p(-self.likelihood.lapse))
-
-    def plan_ahead(self, task, vectors: np.ndarray, observed: Sequence) -> None:
-        """The walk over the states observed so far: it plans from every state a
-        hypothesis departs at, as the walk over the whole trajectory will (which departs
-        at the same states up to there), so most of an update's plans can be made while
-        the team still works."""
-        if len(observed):
-            self.log_likelihood(task, vectors, observed)
-
-    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
-        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
-        slips = self.slips(task, vectors, observed)
-        steps = len(observed) - 1
-        lapse = self.likelihood.lapse
-        with np.errstate(invalid='ignore'):
-            logs = slips * np.log(lapse) + (steps - slips) * np.log1p(-lapse)
-        if self.likelihood.misperception and len(vectors):
-            logs = logs + self.log_feasibility(vectors, observed)
-        return np.where(np.isfinite(slips), logs, -np.inf)
-
-    def slips(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
-        """Per vector, at how many of the observed steps the partner left its plan (inf
-        for a vector that cannot make the observation, ``F`` = 0)."""
-        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
-        if not len(vectors):
-            return np.zeros(0)
-        # (Under a misperception probability nothing is proven, so every vector is
-        # walked and F weighs in log_likelihood.)
-        feasible = self.feasible(vectors, observed)
-        slips = np.where(feasible, 0.0, np.inf)
-        rows = np.flatnonzero(feasible)
-        if not len(rows):
-            return slips
-        steps = len(observed) - 1
-        current: dict[int, tuple | None] = {}
-        position = dict.fromkeys(rows.tolist(), 0)
-        replan = rows.tolist()
-        for t in range(steps + 1):
-            if replan:
-                # From the state observed, the start included: the team plans from where
-                # the world is, which need not be the start the task was asked with.
-                try:
-                    here = self._task_from_state(task, observed[t])
-                    plans = self._plans(here, vectors[replan])
-                except (ConfigError, UnknownNameError):
-                    # A state no world is in (a perception glitch): no hypothesis plans
-                    # from it, so every one departs at the next step alike.
-                    plans = [None] * len(replan)
-                for row, plan in zip(replan, plans):
-                    current[row] = None if plan is None else plan.trajectory
-                    position[row] = 0
-            if t == steps:
-                break
-            replan = []
-            for row in rows.tolist():
-                trajectory = current[row]
-                if trajectory is not None:
-                    ahead = min(position[row] + 1, len(trajectory) - 1)
-                    if trajectory[ahead] == observed[t + 1]:
-                        position[row] = ahead
-                        continue
-                slips[row] += 1.0
-                replan.append(row)
-        return slips
+    name = 'kernel'
+    summary = 'a lapse keeps a hypothesis whose plans miss a task'
+    reads_plan_sets = True
 
 
-class FittedLapseLikelihoodModel(StepwiseLikelihoodModel):
-    """The stepwise likelihood with the partner's lapse inferred (``fitted_stepwise``;
-    module docstring): a task's term is its number of slips, and the tasks' slips
-    ``K`` over ``N`` steps weigh a vector by ``sum_l w_l * l**K * (1 - l)**(N - K)``
-    over the lapse grid."""
+class IndicatorLikelihoodModel(LikelihoodModel):
+    """The hard accept/reject of earlier versions: a hypothesis explains every task or is
+    dropped (no lapse, no shoulder, no feasibility term)."""
 
-    grid = np.array(LAPSE_GRID)
-    additive = False
-
-    def task_terms(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
-        return self.slips(task, vectors, observed)
-
-    def combine(self, terms: np.ndarray, steps: int) -> np.ndarray:
-        slips = np.asarray(terms, dtype=float)
-        finite = np.isfinite(slips)
-        kept = np.where(finite, slips, 0.0)[:, None]
-        with np.errstate(invalid='ignore'):
-            logs = kept * np.log(self.grid) + (steps - kept) * np.log1p(-self.grid)
-        high = logs.max(axis=1, keepdims=True)
-        mixed = high[:, 0] + np.log(np.exp(logs - high).mean(axis=1))
-        return np.where(finite, mixed, -np.inf)
-
-    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
-        """One task alone, its lapse inferred from it alone."""
-        return self.combine(self.slips(task, vectors, observed), len(observed) - 1)
-
-    def report_logs(self, terms: np.ndarray, observed: Sequence) -> np.ndarray:
-        return self.combine(terms, len(observed) - 1)
-
-    def explained_floor(self, observed: Sequence) -> float | None:
-        """A hypothesis whose plans follow every step of the task."""
-        return float(self.combine(np.zeros(1), len(observed) - 1)[0])
+    name = 'indicator'
+    summary = 'explain every task or be dropped (the accept/reject of earlier versions)'
+    lapse_rule = 'none'
+    reads_plan_sets = True
+    softens_misperception = False
 
 
-class UsageLikelihoodModel(LikelihoodModel):
-    """The likelihood of which capabilities the partner used, under ``c``'s searches.
+# The likelihoods of the package, by name: module and class, imported when first asked
+# for. Another is one module with a LikelihoodModel subclass, named here, registered with
+# register_likelihood, or installed under the entry-point group below.
+BUILT_IN_LIKELIHOODS = {
+    'kernel': ('cecm_ros.core.likelihood', 'KernelLikelihoodModel'),
+    'stepwise': ('cecm_ros.core.likelihood_stepwise', 'StepwiseLikelihoodModel'),
+    'fitted_stepwise': ('cecm_ros.core.likelihood_stepwise', 'FittedLapseLikelihoodModel'),
+    'usage': ('cecm_ros.core.likelihood_usage', 'UsageLikelihoodModel'),
+    'indicator': ('cecm_ros.core.likelihood', 'IndicatorLikelihoodModel'),
+}
+ENTRY_POINT_GROUP = 'cecm_ros.likelihoods'
+_registered: dict[str, type[LikelihoodModel]] = {}
 
-    A capability vector matters to a trajectory only through the partner actions it
-    lets change the world, so the summary statistic here is the set of capabilities a
-    trajectory proves used (``Domain.exercised_capabilities``). Per capability, ``c``'s
-    ``M`` seeded searches give how often a partner like ``c`` uses it on this task
-    (``(uses + 1) / (M + 2)``, Laplace's rule, kept inside ``[lapse, 1 - lapse]``; with
-    CE-CM-Div's plan sets a search counts the share of its set's plans that use it); the
-    observation weighs ``c`` by the product of
-    those frequencies for the capabilities it shows used and their complements for the
-    others, the capabilities taken as independent (an approximation). ABC with this
-    statistic instead of the whole trajectory: "the partner never chopped, although a
-    partner who can chop does in half of the searches" counts, whether or not the rest
-    of the kitchen moved the same way. A capability ``c`` lacks cannot show as used
-    (``F``).
-    """
 
-    def __init__(self, likelihood: Likelihood, evaluators: Sequence, exercised=None):
-        super().__init__(likelihood, evaluators, exercised)
-        if exercised is None:
-            raise ConfigError('the usage likelihood needs the domain\'s '
-                              'exercised_capabilities')
+def register_likelihood(model: type[LikelihoodModel]) -> type[LikelihoodModel]:
+    """Make ``model`` a likelihood the settings may name (usable as a class decorator)."""
+    if not (isinstance(model, type) and issubclass(model, LikelihoodModel)):
+        raise ConfigError(f'{model!r} is not a LikelihoodModel subclass')
+    name = model.name
+    if not name or not name.isidentifier():
+        raise ConfigError(f'{model.__name__}: a likelihood needs a name that is an '
+                          f'identifier, got {name!r}')
+    if model.lapse_rule not in LAPSE_RULES:
+        raise ConfigError(f'{model.__name__}: lapse_rule must be one of '
+                          f'{", ".join(LAPSE_RULES)}, got {model.lapse_rule!r}')
+    known = _registered.get(name)
+    if name in BUILT_IN_LIKELIHOODS or (known is not None and known is not model):
+        raise ConfigError(f'the likelihood name {name!r} is taken')
+    _registered[name] = model
+    return model
 
-    def explained_floor(self, observed: Sequence) -> float | None:
-        return None   # no absolute level: the report counts those near the best
 
-    def log_likelihood(self, task, vectors: np.ndarray, observed: Sequence) -> np.ndarray:
-        vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
-        if not len(vectors):
-            return np.zeros(0)
-        shown = self._used_along(observed)
-        log_f = self.log_feasibility(vectors, observed)
-        logs = np.full(len(vectors), -np.inf)
-        rows = np.flatnonzero(np.isfinite(log_f))
-        if not len(rows):
-            return logs
-        lapse = self.likelihood.lapse
-        frequency = np.zeros((len(rows), vectors.shape[1]))
-        for evaluator in self.evaluators:
-            # One trajectory per hypothesis, or (CE-CM-Div) a set whose plans share a vote.
-            if getattr(evaluator, 'makes_sets', False):
-                for row, trajectories in enumerate(evaluator.trajectory_sets(task,
-                                                                             vectors[rows])):
-                    frequency[row] += np.mean([self._used_along(t) for t in trajectories],
-                                              axis=0)
-                continue
-            predicted = evaluator.predicted_trajectories(task, vectors[rows])
-            frequency += np.array([self._used_along(t) for t in predicted], dtype=float)
-        # Laplace's rule: four searches that all use a capability say "likely", not
-        # "always" (a partner who has it and did not use it is then not ruled out by one
-        # task); a capability no search uses weighs every vector alike.
-        frequency = np.clip((frequency + 1.0) / (len(self.evaluators) + 2.0),
-                            lapse, 1.0 - lapse)
-        terms = np.where(shown[None, :], np.log(frequency), np.log1p(-frequency))
-        logs[rows] = terms.sum(axis=1) + log_f[rows]
-        return logs
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    try:
+        found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception:   # a broken installed distribution must not hide the built-ins
+        return {}
+    return {entry.name: entry for entry in found if entry.name not in BUILT_IN_LIKELIHOODS}
+
+
+def likelihood_model(name: str) -> type[LikelihoodModel]:
+    """The model class of the likelihood called ``name``."""
+    if name in BUILT_IN_LIKELIHOODS:
+        module, attribute = BUILT_IN_LIKELIHOODS[name]
+        return getattr(importlib.import_module(module), attribute)
+    if name in _registered:
+        return _registered[name]
+    entry = _entry_points().get(name) if isinstance(name, str) else None
+    if entry is None:
+        raise ConfigError(f'unknown likelihood {name!r}; choose one of '
+                          f'{", ".join(likelihood_names())}')
+    try:
+        model = entry.load()
+    except Exception as error:
+        raise ConfigError(f'the likelihood {name!r} ({entry.value}, entry point of '
+                          f'{ENTRY_POINT_GROUP}) cannot be loaded: {error}') from error
+    if not (isinstance(model, type) and issubclass(model, LikelihoodModel)) \
+            or model.name != name:
+        raise ConfigError(f'the likelihood {name!r} ({entry.value}) is not a '
+                          f'LikelihoodModel subclass named {name!r}')
+    return register_likelihood(model)
+
+
+def likelihood_names(**having) -> tuple[str, ...]:
+    """Every likelihood's name, the built-in ones first; with ``having`` (e.g.
+    ``reads_plan_sets=True``), those whose class declares those values."""
+    names = [*BUILT_IN_LIKELIHOODS, *_registered, *(n for n in _entry_points()
+                                                     if n not in _registered)]
+    if having:
+        names = [n for n in names if all(getattr(likelihood_model(n), key) == value
+                                          for key, value in having.items())]
+    return tuple(names)
+
+
+def likelihood_help() -> str:
+    """One line per likelihood for a help text: its name and summary."""
+    return '; '.join(f"'{name}' ({likelihood_model(name).summary})"
+                     for name in likelihood_names())
 
 
 def seeded_planners(planner, count: int) -> list:
@@ -518,9 +429,9 @@ def likelihood_section(entry, where: str) -> dict:
     for key, value in entry.items():
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if key == 'form':
-            if value not in LIKELIHOODS:
+            if value not in likelihood_names():
                 raise ConfigError(f'{where}: likelihood: form must be one of '
-                                  f'{", ".join(LIKELIHOODS)}, got {value!r}')
+                                  f'{", ".join(likelihood_names())}, got {value!r}')
         elif key == 'seeds':
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f'{where}: likelihood: seeds must be a whole number of at '

@@ -67,7 +67,7 @@ from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import CecmError, ConfigError
 from cecm_ros.core.estimator import PRESETS, EstimatorSettings
 from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.core.likelihood import likelihood_names
 from cecm_ros.core.world_conditions import WORLD_SETTINGS
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import (
@@ -109,7 +109,9 @@ DomainLoader = Callable[..., Domain]
 @dataclass(frozen=True)
 class _Kind:
     type: type
-    choices: tuple[str, ...] | None = None
+    # The values allowed, or a function that lists them when a file is read (a
+    # registry that plug-ins may add to).
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
     nullable: bool = False
     minimum: float | None = None
 
@@ -151,7 +153,7 @@ ESTIMATOR_SETTINGS = {
     'decay': _Kind(float, nullable=True),
     'proposal': _Kind(str, ('prior', 'belief')),
     'proposal_floor': _Kind(float),
-    'likelihood': _Kind(str, LIKELIHOODS),
+    'likelihood': _Kind(str, likelihood_names),
     'lapse': _Kind(float, nullable=True),                # null: the domain's
     'bandwidth': _Kind(float, nullable=True),            # null: the domain's
     'likelihood_seeds': _Kind(int, nullable=True, minimum=1),
@@ -220,8 +222,9 @@ def _check_value(path: Path, where: str, key: str, value: Any) -> Any:
             raise _fail(path, where, f'{key} must be an integer, got {value!r}')
     elif not isinstance(value, str) or not value.strip():
         raise _fail(path, where, f'{key} must be a non-empty string, got {value!r}')
-    if kind.choices is not None and value not in kind.choices:
-        raise _fail(path, where, f'{key} must be one of {", ".join(kind.choices)}, got '
+    choices = kind.choices() if callable(kind.choices) else kind.choices
+    if choices is not None and value not in choices:
+        raise _fail(path, where, f'{key} must be one of {", ".join(choices)}, got '
                                  f'{value!r}')
     if kind.minimum is not None and value < kind.minimum:
         raise _fail(path, where, f'{key} must be at least {kind.minimum:g}, got {value!r}')

@@ -35,7 +35,7 @@ from cecm_ros.core.estimator import (
 )
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.core.likelihood import likelihood_help, likelihood_names
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
@@ -123,12 +123,9 @@ class CapabilityEstimator(CecmNode):
                      "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]",
                      low=0.001, high=0.499)
         self.declare('likelihood', '',
-                     "Posterior: 'stepwise' (a partner who follows its plan and sometimes "
-                     "slips), 'usage' (which capabilities it used, against how often "
-                     "searches of a hypothesis use them), 'kernel' (a lapse keeps a "
-                     "hypothesis whose plans miss a task) or 'indicator' (a hypothesis must "
-                     "explain every task); '' = the domain's "
-                     '(usage in every built-in domain)', choices=('', *LIKELIHOODS))
+                     f"Posterior: how a task weighs a hypothesis: {likelihood_help()}; '' = "
+                     "the domain's (usage in every built-in domain)",
+                     choices=('', *likelihood_names()))
         self.declare('lapse', -1.0, "Graded likelihoods: chance of a step none of the partner's "
                      "modelled plans explains (-1 = the domain's)", low=-1.0, high=0.99)
         self.declare('bandwidth', -1.0, 'kernel: soft shoulder beyond epsilon (0 = none; '

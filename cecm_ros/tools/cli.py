@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cecm_ros.core.domain import HUMAN
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.core.likelihood import likelihood_names
 from cecm_ros.domains import planner_for
 from cecm_ros.tools.options import (
     add_behaviour_option,
@@ -553,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
                           'choice), on a new plan store and again on the plans it left: '
                           'first_task_s, update_median_s, update_p95_s, warm_speedup '
                           '(0: skip) (default: %(default)s)')
-    sub.add_argument('--likelihood', choices=LIKELIHOODS,
+    sub.add_argument('--likelihood', choices=likelihood_names(),
                      help="the session's likelihood (default: the domain's)")
     sub.add_argument('--misperception', type=float,
                      help="the session's misperception term (default: 0; docs/robot.md)")

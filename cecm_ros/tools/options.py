@@ -10,7 +10,7 @@ from pathlib import Path
 from cecm_ros.core.errors import CecmError
 from cecm_ros.core.estimator import PRESETS, EstimatorSettings
 from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import LIKELIHOODS
+from cecm_ros.core.likelihood import likelihood_help, likelihood_names
 from cecm_ros.experiments.experiment import TASK_CHOICES
 
 
@@ -114,14 +114,9 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--proposal', choices=('prior', 'belief'),
                         help='abc: draw samples from the prior or from the current belief '
                              '(default: as the inference preset)')
-    parser.add_argument('--likelihood', choices=LIKELIHOODS,
-                        help="posterior: how a task weighs a hypothesis: 'stepwise' (a "
-                             'partner who follows its plan and sometimes slips, then plans '
-                             "again), 'usage' (which capabilities it used, against how often "
-                             "searches of the hypothesis use them), 'kernel' (a lapse keeps a "
-                             "hypothesis whose plans miss a task) or 'indicator' (explain "
-                             'every task or be dropped); proven capabilities are certain in '
-                             "the graded ones (default: "
+    parser.add_argument('--likelihood', choices=likelihood_names(),
+                        help=f'posterior: how a task weighs a hypothesis: {likelihood_help()}; '
+                             'proven capabilities are certain in the graded ones (default: '
                              "the domain's: usage in every built-in domain)")
     parser.add_argument('--lapse', type=float,
                         help="kernel: chance of a step none of the partner's modelled plans "

@@ -16,7 +16,8 @@ from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings, make_estimator
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.inference import KNOWN_PRESENT
-from cecm_ros.core.likelihood import Likelihood, UsageLikelihoodModel
+from cecm_ros.core.likelihood import Likelihood
+from cecm_ros.core.likelihood_usage import UsageLikelihoodModel
 from cecm_ros.core.partners import RobotTeammate, SimulatedHuman, partner_seed, run_shared_task
 from cecm_ros.core.world_conditions import (
     Perception,

@@ -20,12 +20,8 @@ from cecm_ros.core.domain import HUMAN, NOOP
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings, make_estimator
 from cecm_ros.core.hypotheses import DiversePlanEvaluator, evaluator_for
-from cecm_ros.core.likelihood import (
-    LIKELIHOOD_SEED_BASE,
-    PLAN_SET_LIKELIHOODS,
-    UsageLikelihoodModel,
-    seeded_planners,
-)
+from cecm_ros.core.likelihood import LIKELIHOOD_SEED_BASE, likelihood_names, seeded_planners
+from cecm_ros.core.likelihood_usage import UsageLikelihoodModel
 from cecm_ros.core.partner_policies import PartnerPolicyError, PolicyPartner
 from cecm_ros.core.partners import (
     PARTNER_SEED_SPAN,
@@ -321,18 +317,18 @@ def test_cecm_div_under_a_likelihood_that_cannot_read_sets_is_refused(model, pla
                                                                        likelihood):
     settings = EstimatorSettings(samples=10, likelihood=likelihood)
     with pytest.raises(ConfigError, match='choose a likelihood that reads the sets: '
-                       + ', '.join(PLAN_SET_LIKELIHOODS)) as raised:
+                       + ', '.join(likelihood_names(reads_plan_sets=True))) as raised:
         make_estimator('cecm_div', model, evaluator_for('cecm_div', planner), settings)
     assert likelihood in str(raised.value)
 
 
-@pytest.mark.parametrize('likelihood', [*PLAN_SET_LIKELIHOODS, None])
+@pytest.mark.parametrize('likelihood', [*likelihood_names(reads_plan_sets=True), None])
 def test_cecm_div_reads_its_sets_under_the_likelihoods_that_can(model, planner, likelihood):
     """None is TidyUP's default (usage), which reads the sets."""
     settings = EstimatorSettings(samples=10, likelihood=likelihood)
     estimator = make_estimator('cecm_div', model, evaluator_for('cecm_div', planner),
                                settings)
-    assert estimator.settings.likelihood in PLAN_SET_LIKELIHOODS
+    assert estimator.settings.likelihood in likelihood_names(reads_plan_sets=True)
     lik = estimator.likelihood_model
     if lik is not None:
         assert all(isinstance(e, DiversePlanEvaluator) for e in lik.evaluators)

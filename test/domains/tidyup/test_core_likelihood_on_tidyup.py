@@ -262,7 +262,7 @@ def test_a_belief_saved_before_the_graded_likelihood_loads_as_the_indicator(mode
 
 
 def test_the_stepwise_likelihood_charges_a_slipping_partner_once_per_slip(model, planner):
-    from cecm_ros.core.likelihood import StepwiseLikelihoodModel
+    from cecm_ros.core.likelihood_stepwise import StepwiseLikelihoodModel
     from cecm_ros.core.partners import (
         PartnerBehaviour,
         RobotTeammate,
@@ -290,7 +290,7 @@ def test_the_stepwise_likelihood_charges_a_slipping_partner_once_per_slip(model,
 
 
 def test_the_usage_likelihood_weighs_how_often_searches_use_each_capability():
-    from cecm_ros.core.likelihood import UsageLikelihoodModel
+    from cecm_ros.core.likelihood_usage import UsageLikelihoodModel
 
     # Trajectories are tuples naming the capabilities they show used.
     def exercised(trajectory):
