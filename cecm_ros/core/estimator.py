@@ -19,44 +19,27 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .domain import Domain, State, Task
 from .errors import ConfigError
+from .estimator_settings import DEFAULT_LIKELIHOOD, EstimatorSettings
 from .hypotheses import ProgressCallback
 from .inference import (
-    UNDECIDED_RULES,
     CapabilityPrior,
     CapabilityReport,
     ParticlePosterior,
     describe_report,
 )
-from .likelihood import (
-    Likelihood,
-    LikelihoodModel,
-    likelihood_model,
-    likelihood_names,
-    seeded_planners,
-)
+from .likelihood import LikelihoodModel, likelihood_model, likelihood_names, seeded_planners
 from .vectors import unique_rows
 from .weighted_posterior import WeightedPosterior
 
 BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
 OLDER_BELIEF_FORMATS = ('cecm_ros/capability_belief/1',)
-INFERENCE_MODES = ('posterior', 'abc')
-
-# Named readings of CE-CM; any setting given explicitly overrides its preset.
-PRESETS: dict[str, dict[str, Any]] = {
-    'posterior': {'inference': 'posterior'},
-    'paper': {'inference': 'abc', 'proposal': 'prior', 'window': None, 'decay': None},
-    'sequential': {'inference': 'abc', 'proposal': 'belief', 'window': 1, 'decay': None},
-}
-
-
 def alike_rows(catalog, live: np.ndarray) -> tuple[tuple[int, ...], ...]:
     """One row per room of the kinds of capability that matter in every room (in TidyUP:
     move, pick, place), for the alike-rooms prior and the ``analogy`` rule; only the
@@ -70,191 +53,6 @@ def alike_rows(catalog, live: np.ndarray) -> tuple[tuple[int, ...], ...]:
     kinds = sorted(set.intersection(*(set(kinds) for kinds in rooms.values())))
     return tuple(tuple(by_kind[kind] for kind in kinds) for by_kind in rooms.values()) \
         if kinds else ()
-
-
-@dataclass(frozen=True)
-class EstimatorSettings:
-    """CE-CM's parameters. Defaults: the posterior over every task with the paper's prior
-    and thresholds (the undecided rule was chosen by measurement, docs/experiments.md);
-    the paper's Algorithm 1 is the ``paper`` preset."""
-
-    inference: str = 'posterior'  # 'posterior' or 'abc' (see the module docstring)
-    samples: int = 500            # N: particles (posterior) or samples per task (abc)
-    prior: float = 0.8            # P(c_i = 1) of the Bernoulli prior (the paper's)
-    epsilon: float = 0.24         # a trajectory explains an observation below this distance
-    psi: float = 0.5              # estimate_i = theta_i > psi (where a rule needs it)
-    undecided: str = 'analogy'    # posterior: estimate of capabilities the evidence leaves open
-    sweeps: int = 4               # posterior: Metropolis moves per particle after each task
-    coupling: float = 0.0         # posterior: prior coupling of a room's capabilities
-    alike_rooms: float = 0.0      # posterior: concentration of the alike-rooms prior (0 = off)
-    window: int | None = None     # forget tasks older than this many
-    decay: float | None = None    # abc: weigh a sample from k tasks ago by decay**k
-    proposal: str = 'prior'       # abc: draw samples from the prior, or from the belief
-    proposal_floor: float = 0.05  # abc with 'belief': keep every P(c_i = 1) in [floor, 1-floor]
-    # posterior: how an observation weighs a hypothesis (core/likelihood.py); None takes
-    # the domain's value (Domain.likelihood_defaults).
-    likelihood: str | None = None     # a registered likelihood (likelihood_names())
-    lapse: float | None = None        # graded: chance of what no modelled plan explains
-    bandwidth: float | None = None    # kernel: soft shoulder beyond epsilon (0: none)
-    likelihood_seeds: int | None = None   # kernel, usage: searches per hypothesis
-    known_mass: float = 0.99          # graded: posterior mass that makes a capability known
-    # graded: chance that an observed step shows a partner change that did not happen (a
-    # perception glitch); 0 takes what is seen as true (core/likelihood.py).
-    misperception: float = 0.0
-
-    def __post_init__(self):
-        if self.inference not in INFERENCE_MODES:
-            raise ConfigError(f'inference must be one of {", ".join(INFERENCE_MODES)} (or a '
-                              f'preset: {", ".join(PRESETS)}), got {self.inference!r}')
-        if self.samples < 1:
-            raise ConfigError(f'samples must be at least 1, got {self.samples}')
-        if not 0.0 <= self.prior <= 1.0 or (self.inference == 'posterior'
-                                             and not 0.0 < self.prior < 1.0):
-            raise ConfigError(f'prior must lie in (0, 1) (in [0, 1] for abc), got {self.prior}')
-        if not 0.0 < self.epsilon <= 1.0:
-            raise ConfigError(f'epsilon must lie in (0, 1], got {self.epsilon}')
-        if not 0.0 <= self.psi < 1.0:
-            raise ConfigError(f'psi must lie in [0, 1), got {self.psi}')
-        if self.undecided not in UNDECIDED_RULES:
-            raise ConfigError(f'undecided must be one of {", ".join(UNDECIDED_RULES)}, got '
-                              f'{self.undecided!r}')
-        if self.sweeps < 0:
-            raise ConfigError(f'sweeps must be at least 0, got {self.sweeps}')
-        if not 0.0 <= self.coupling < 1.0:
-            raise ConfigError(f'coupling must lie in [0, 1), got {self.coupling}')
-        if self.alike_rooms < 0.0:
-            raise ConfigError(f'alike_rooms must be at least 0, got {self.alike_rooms}')
-        if self.alike_rooms > 0 and self.coupling > 0:
-            raise ConfigError('choose either coupling or alike_rooms, not both')
-        if self.window is not None and self.window < 1:
-            raise ConfigError(f'window must be at least 1 task, got {self.window}')
-        if self.decay is not None and not 0.0 < self.decay <= 1.0:
-            raise ConfigError(f'decay must lie in (0, 1], got {self.decay}')
-        if self.proposal not in ('prior', 'belief'):
-            raise ConfigError(f"proposal must be 'prior' or 'belief', got {self.proposal!r}")
-        if not 0.0 < self.proposal_floor < 0.5:
-            raise ConfigError(f'proposal_floor must lie in (0, 0.5), got {self.proposal_floor}')
-        if self.window is not None and self.decay is not None:
-            raise ConfigError('choose either window or decay forgetting, not both')
-        if self.likelihood is not None and self.likelihood not in likelihood_names():
-            raise ConfigError(f'likelihood must be one of {", ".join(likelihood_names())}, '
-                              f'got {self.likelihood!r}')
-        if self.lapse is not None and not 0.0 <= self.lapse < 1.0:
-            raise ConfigError(f'lapse must lie in [0, 1), got {self.lapse}')
-        if self.bandwidth is not None and self.bandwidth < 0.0:
-            raise ConfigError(f'bandwidth must be at least 0, got {self.bandwidth}')
-        if self.likelihood_seeds is not None and self.likelihood_seeds < 1:
-            raise ConfigError(f'likelihood_seeds must be at least 1, got '
-                              f'{self.likelihood_seeds}')
-        if not 0.0 <= self.misperception < 0.5:
-            raise ConfigError(f'misperception must lie in [0, 0.5), got {self.misperception}')
-        if self.likelihood is not None:
-            # What the chosen likelihood declares it takes (its lapse rule, a glitch).
-            likelihood_model(self.likelihood).check_settings(self.lapse, self.misperception)
-        if not 0.5 < self.known_mass < 1.0:
-            raise ConfigError(f'known_mass must lie in (0.5, 1), got {self.known_mass}')
-        if self.inference == 'posterior' and self.decay is not None:
-            raise ConfigError('decay applies to abc inference; the posterior forgets with '
-                              'window')
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> EstimatorSettings:
-        """Settings of a named reading (``posterior``, ``paper``, ``sequential``)."""
-        try:
-            values = dict(PRESETS[name])
-        except KeyError:
-            raise ConfigError(f'unknown inference {name!r}; choose one of '
-                              f'{", ".join(PRESETS)}') from None
-        given = {k: v for k, v in overrides.items() if v is not None}
-        if 'decay' in given:
-            values['window'] = None   # decay replaces the preset's window
-        values.update(given)
-        return cls(**values)
-
-    @property
-    def weighted(self) -> bool:
-        """Whether the posterior weighs hypotheses by a graded likelihood."""
-        return self.inference == 'posterior' and self.likelihood != 'indicator'
-
-    def for_domain(self, domain) -> EstimatorSettings:
-        """These settings with the likelihood parameters left open filled in from the
-        domain (``Domain.likelihood_defaults``)."""
-        defaults = {**DEFAULT_LIKELIHOOD, **getattr(domain, 'likelihood_defaults', {})}
-        return replace(self, **{name: defaults[name] for name in DEFAULT_LIKELIHOOD
-                                if getattr(self, name) is None})
-
-    def likelihood_form(self) -> Likelihood:
-        """The likelihood these settings describe (open parameters: the defaults)."""
-        lapse = DEFAULT_LIKELIHOOD['lapse'] if self.lapse is None else self.lapse
-        bandwidth = DEFAULT_LIKELIHOOD['bandwidth'] if self.bandwidth is None \
-            else self.bandwidth
-        return Likelihood.named(self.likelihood or DEFAULT_LIKELIHOOD['likelihood'],
-                                self.epsilon, lapse, bandwidth, self.misperception)
-
-    @property
-    def variant(self) -> str:
-        """The preset these settings match, or a description."""
-        if self.inference == 'posterior':
-            return 'posterior' if self.weighted else 'posterior (indicator likelihood)'
-        for name in ('paper', 'sequential'):
-            preset = PRESETS[name]
-            if all(getattr(self, key) == value for key, value in preset.items()):
-                return name
-        return 'abc (custom)'
-
-    @classmethod
-    def from_dict(cls, data: dict) -> EstimatorSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f'unknown estimator settings {unknown}')
-        return cls(**data)
-
-
-# The likelihood parameters a domain may set (Domain.likelihood_defaults) and the values
-# used where it sets none: a small lapse suits a partner that plans as the robot does.
-DEFAULT_LIKELIHOOD: dict[str, Any] = {'likelihood': 'kernel', 'lapse': 0.05, 'bandwidth': 0.0,
-                                      'likelihood_seeds': 1}
-
-
-# The estimator node's parameters that make up its settings, and their defaults there:
-# -1 (window) and '' (proposal) leave the value to the inference preset, 0 turns window
-# and decay off, 0 (epsilon) is the domain's threshold.
-NODE_PARAMETERS = {'inference': 'posterior', 'samples': EstimatorSettings().samples,
-                   'prior': EstimatorSettings().prior, 'epsilon': 0.0,
-                   'psi': EstimatorSettings().psi, 'undecided': EstimatorSettings().undecided,
-                   'sweeps': EstimatorSettings().sweeps, 'coupling': EstimatorSettings().coupling,
-                   'alike_rooms': EstimatorSettings().alike_rooms,
-                   'window': -1, 'decay': 0.0, 'proposal': '',
-                   'proposal_floor': EstimatorSettings().proposal_floor,
-                   'likelihood': '', 'lapse': -1.0,
-                   'bandwidth': -1.0, 'likelihood_seeds': 0,
-                   'known_mass': EstimatorSettings().known_mass,
-                   'misperception': EstimatorSettings().misperception}
-
-
-def settings_from_parameters(values: dict, default_epsilon: float | None = None
-                             ) -> EstimatorSettings:
-    """Estimator settings from node parameters (see NODE_PARAMETERS for their meaning);
-    an epsilon of 0 is the domain's ``default_epsilon`` (else the settings' default), and
-    an empty likelihood, a negative lapse or bandwidth or 0 likelihood_seeds the domain's
-    likelihood defaults."""
-    values = {**NODE_PARAMETERS, **values}
-    if not values['epsilon']:
-        values['epsilon'] = default_epsilon or EstimatorSettings().epsilon
-    window = values['window']
-    settings = EstimatorSettings.preset(
-        values['inference'], samples=values['samples'], prior=values['prior'],
-        epsilon=values['epsilon'], psi=values['psi'], undecided=values['undecided'],
-        sweeps=values['sweeps'], coupling=values['coupling'],
-        alike_rooms=values['alike_rooms'], decay=values['decay'] or None,
-        proposal=values['proposal'] or None,
-        proposal_floor=values['proposal_floor'], likelihood=values['likelihood'] or None,
-        lapse=values['lapse'] if values['lapse'] >= 0 else None,
-        bandwidth=values['bandwidth'] if values['bandwidth'] >= 0 else None,
-        likelihood_seeds=values['likelihood_seeds'] or None,
-        known_mass=values['known_mass'], misperception=values['misperception'])
-    return replace(settings, window=window or None) if window >= 0 else settings
 
 
 def make_posterior(prior: CapabilityPrior, live: np.ndarray, settings: EstimatorSettings,

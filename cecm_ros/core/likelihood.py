@@ -47,6 +47,7 @@ import importlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata
 from typing import ClassVar
 
@@ -348,7 +349,10 @@ def register_likelihood(model: type[LikelihoodModel]) -> type[LikelihoodModel]:
     return model
 
 
+@cache
 def _entry_points() -> dict[str, metadata.EntryPoint]:
+    """The installed plug-ins (read once: what is installed does not change while a
+    process runs, and the settings ask on every check)."""
     try:
         found = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:   # a broken installed distribution must not hide the built-ins
@@ -406,40 +410,3 @@ def seeded_planners(planner, count: int) -> list:
             break
         planners.append(twin)
     return planners
-
-
-# A domain file's `likelihood:` section: its keys and the estimator settings they set.
-SECTION_KEYS = {'form': 'likelihood', 'lapse': 'lapse', 'bandwidth': 'bandwidth',
-                'seeds': 'likelihood_seeds'}
-
-
-def likelihood_section(entry, where: str) -> dict:
-    """The estimator defaults a domain file's ``likelihood:`` section gives (``form``,
-    ``lapse``, ``bandwidth``, ``seeds``), checked; ``where`` names the file in errors."""
-    if entry is None:
-        return {}
-    if not isinstance(entry, dict):
-        raise ConfigError(f'{where}: likelihood: expected a mapping of '
-                          f'{", ".join(SECTION_KEYS)}, got {entry!r}')
-    unknown = sorted(set(entry) - set(SECTION_KEYS))
-    if unknown:
-        raise ConfigError(f'{where}: likelihood: unknown keys {unknown}; known: '
-                          f'{sorted(SECTION_KEYS)}')
-    values = {}
-    for key, value in entry.items():
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if key == 'form':
-            if value not in likelihood_names():
-                raise ConfigError(f'{where}: likelihood: form must be one of '
-                                  f'{", ".join(likelihood_names())}, got {value!r}')
-        elif key == 'seeds':
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f'{where}: likelihood: seeds must be a whole number of at '
-                                  f'least 1, got {value!r}')
-        elif not number or (key == 'lapse' and not 0.0 <= value < 1.0) \
-                or (key == 'bandwidth' and value < 0.0):
-            bound = 'in [0, 1)' if key == 'lapse' else 'at least 0'
-            raise ConfigError(f'{where}: likelihood: {key} must be a number {bound}, got '
-                              f'{value!r}')
-        values[SECTION_KEYS[key]] = value
-    return values

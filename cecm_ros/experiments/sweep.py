@@ -57,7 +57,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,9 +65,9 @@ import yaml
 
 from cecm_ros.core.domain import Domain
 from cecm_ros.core.errors import CecmError, ConfigError
-from cecm_ros.core.estimator import PRESETS, EstimatorSettings
-from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import likelihood_names
+from cecm_ros.core.estimator import EstimatorSettings
+from cecm_ros.core.estimator_settings import SETTINGS as ESTIMATOR_SCHEMA
+from cecm_ros.core.estimator_settings import settings_from_values
 from cecm_ros.core.world_conditions import WORLD_SETTINGS
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import (
@@ -139,27 +139,11 @@ EXPERIMENT_SETTINGS = {
     'set_diversity': _Kind(float, nullable=True),     # CE-CM-Div's delta; null: 0.35
     **{name: _Kind(float) for name in WORLD_SETTINGS},   # core/world_conditions.py
 }
+# The estimator's, as its schema declares them (core/estimator_settings.py); null leaves
+# one open (the domain's, the preset's), and switches off one that can be (window).
 ESTIMATOR_SETTINGS = {
-    'inference': _Kind(str, tuple(PRESETS)),
-    'samples': _Kind(int, minimum=1),
-    'prior': _Kind(float),
-    'epsilon': _Kind(float),
-    'psi': _Kind(float),
-    'undecided': _Kind(str, UNDECIDED_RULES),
-    'sweeps': _Kind(int, minimum=0),
-    'coupling': _Kind(float),
-    'alike_rooms': _Kind(float),
-    'window': _Kind(int, nullable=True, minimum=0),   # 0 or null: no forgetting
-    'decay': _Kind(float, nullable=True),
-    'proposal': _Kind(str, ('prior', 'belief')),
-    'proposal_floor': _Kind(float),
-    'likelihood': _Kind(str, likelihood_names),
-    'lapse': _Kind(float, nullable=True),                # null: the domain's
-    'bandwidth': _Kind(float, nullable=True),            # null: the domain's
-    'likelihood_seeds': _Kind(int, nullable=True, minimum=1),
-    'known_mass': _Kind(float),
-    'misperception': _Kind(float),
-}
+    name: _Kind(spec.type, spec.choices, nullable=spec.default is None or bool(spec.open))
+    for name, spec in ESTIMATOR_SCHEMA.items()}
 SETTINGS = {**DOMAIN_SETTINGS, **EXPERIMENT_SETTINGS, **ESTIMATOR_SETTINGS}
 _NOT_SETTINGS = {'jobs': 'each run uses one core; `cecm sweep --jobs` sets how many run '
                          'at once'}
@@ -422,15 +406,13 @@ def _make_cell(path: Path, where: str, values: dict[str, Any],
             except CecmError as error:
                 raise _fail(path, f'{where}: {key}', str(error)) from error
     estimator = {k: v for k, v in values.items() if k in ESTIMATOR_SETTINGS}
-    if estimator.get('epsilon') is None and model.default_epsilon is not None:
-        estimator['epsilon'] = model.default_epsilon     # as `cecm experiment` does
-    window = estimator.pop('window', -1)
+    for name in estimator:
+        off = ESTIMATOR_SCHEMA[name].off
+        if estimator[name] is None and off is not None:
+            estimator[name] = off     # null: off (window: no forgetting, as 0 is)
     try:
-        estimator_settings = EstimatorSettings.preset(estimator.pop('inference', 'posterior'),
-                                                      **estimator)
-        if window != -1:
-            # 0 or null: no forgetting (as `cecm experiment --window 0`).
-            estimator_settings = replace(estimator_settings, window=window or None)
+        # As `cecm experiment` makes them: the domain's epsilon where none is given.
+        estimator_settings = settings_from_values(estimator, model.default_epsilon)
         settings = ExperimentSettings(jobs=1, estimator=estimator_settings, **experiment)
     except CecmError as error:
         raise _fail(path, where, str(error)) from error

@@ -26,16 +26,10 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from cecm_ros.action import EstimateCapabilities
 from cecm_ros.core.domain import Planner
 from cecm_ros.core.errors import CecmError, PlannerTimeoutError, PlanningError
-from cecm_ros.core.estimator import (
-    NODE_PARAMETERS,
-    CapabilityBelief,
-    EstimatorSettings,
-    make_estimator,
-    settings_from_parameters,
-)
+from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator_settings import SETTINGS
 from cecm_ros.core.hypotheses import evaluator_for
-from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import likelihood_help, likelihood_names
+from cecm_ros.core.likelihood import likelihood_help
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.core.task_choice import choose_task
@@ -51,6 +45,12 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.nodes.diagnostics import wall_time
+from cecm_ros.session.estimator_parameters import (
+    NODE_PARAMETERS,
+    parameter_description,
+    parameter_range,
+    settings_from_parameters,
+)
 from cecm_ros.srv import (
     ListPartners,
     LoadBelief,
@@ -84,60 +84,15 @@ def _ray_address_check(value: str) -> str:
 class CapabilityEstimator(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('capability_estimator', **kwargs)
-        defaults = EstimatorSettings()
         self.declare_model_parameters()
         self.declare('method', 'cecm', 'Estimation method', choices=METHODS)
-        self.declare('inference', 'posterior',
-                     "CE-CM's inference: 'posterior' (over every task seen, weighed by "
-                     "'likelihood'), 'paper' (Algorithm 1 as published) or 'sequential'",
-                     choices=('posterior', 'paper', 'sequential'))
-        self.declare('samples', defaults.samples,
-                     'CE-CM: particles (posterior) or capability vectors sampled per task',
-                     low=1, high=100_000)
-        self.declare('prior', defaults.prior, 'CE-CM: Bernoulli prior P(c_i = 1)',
-                     low=0.0, high=1.0)
-        self.declare('epsilon', 0.0,
-                     'CE-CM: a trajectory explains an observation below this distance '
-                     f'(0.0 = the domain\'s: TidyUP {defaults.epsilon}, Overcooked 0.03)',
-                     low=0.0, high=1.0)
-        self.declare('psi', defaults.psi, 'Estimate threshold: c_i = 1 when theta_i > psi',
-                     low=0.0, high=1.0)
-        self.declare('undecided', defaults.undecided,
-                     'Posterior: estimate of capabilities the evidence leaves undecided',
-                     choices=UNDECIDED_RULES)
-        self.declare('sweeps', defaults.sweeps,
-                     'Posterior: Metropolis moves per particle after each task', low=0, high=100)
-        self.declare('coupling', defaults.coupling,
-                     "Posterior: prior coupling of one room's capabilities (0 = independent)",
-                     low=0.0, high=0.99)
-        self.declare('alike_rooms', defaults.alike_rooms,
-                     'Posterior: concentration of the prior that makes rooms alike (smaller '
-                     '= more alike; 0 = independent rooms)', low=0.0, high=1000.0)
-        self.declare('window', -1, "Forget tasks older than this many (0 = never; -1 = the "
-                     "inference preset's: sequential 1, others never)", low=-1, high=100_000)
-        self.declare('decay', 0.0, 'abc: weigh a sample from k tasks ago by decay**k '
-                     '(0.0 = off)', low=0.0, high=1.0)
-        self.declare('proposal', '', "abc: draw samples from the 'prior' or the current "
-                     "'belief'; '' = the inference preset's", choices=('', 'prior', 'belief'))
-        self.declare('proposal_floor', defaults.proposal_floor,
-                     "abc with proposal 'belief': keep every P(c_i = 1) in [floor, 1 - floor]",
-                     low=0.001, high=0.499)
-        self.declare('likelihood', '',
-                     f"Posterior: how a task weighs a hypothesis: {likelihood_help()}; '' = "
-                     "the domain's (usage in every built-in domain)",
-                     choices=('', *likelihood_names()))
-        self.declare('lapse', -1.0, "Graded likelihoods: chance of a step none of the partner's "
-                     "modelled plans explains (-1 = the domain's)", low=-1.0, high=0.99)
-        self.declare('bandwidth', -1.0, 'kernel: soft shoulder beyond epsilon (0 = none; '
-                     "-1 = the domain's)", low=-1.0, high=10.0)
-        self.declare('likelihood_seeds', 0, 'kernel: searches per hypothesis, each with a '
-                     "seed of its own, for a planner that has one (0 = the domain's)",
-                     low=0, high=64)
-        self.declare('known_mass', defaults.known_mass, 'kernel: posterior probability at '
-                     'which a capability is reported known', low=0.51, high=0.9999)
-        self.declare('misperception', defaults.misperception, 'Graded likelihoods: chance '
-                     'that an observed step shows the partner change what it did not (a '
-                     'perception glitch; 0 = what is seen is true)', low=0.0, high=0.49)
+        # The estimator's settings, each as the one schema declares it
+        # (core/estimator_settings.py; their ROS form: session/estimator_parameters.py).
+        for name, spec in SETTINGS.items():
+            description = parameter_description(spec)
+            if name == 'likelihood':
+                description += f' ({likelihood_help()}; usage in every built-in domain)'
+            self.declare(name, NODE_PARAMETERS[name], description, **parameter_range(spec))
         self.declare('seed', 0, 'Seed of the sample draws (with the number of tasks seen)',
                      low=0, high=2**31 - 1)
         self.declare('partner_id', 'partner', 'The partner whose belief this node keeps',

@@ -66,16 +66,21 @@ class DeclaredParameters:
         descriptor = ParameterDescriptor(name=name, type=param_type, description=description,
                                          read_only=read_only, dynamic_typing=dynamic_typing)
         if low is not None or high is not None:
+            integer = param_type == ParameterType.PARAMETER_INTEGER
+            shown = [('' if bound is None else f'{int(bound)}' if integer else f'{bound:g}')
+                     for bound in (low, high)]
+            # A side left open is unbounded (rclpy's range needs both: a far bound).
+            descriptor.description += (f' [{shown[0]}, {shown[1]}]' if all(shown) else
+                                       f' (>= {shown[0]})' if shown[0] else
+                                       f' (<= {shown[1]})')
             low = -2**62 if low is None else low
             high = 2**62 if high is None else high
-            if param_type == ParameterType.PARAMETER_INTEGER:
+            if integer:
                 descriptor.integer_range = [IntegerRange(from_value=int(low),
                                                          to_value=int(high), step=1)]
-                descriptor.description += f' [{int(low)}, {int(high)}]'
             else:
                 descriptor.floating_point_range = [FloatingPointRange(
                     from_value=float(low), to_value=float(high), step=0.0)]
-                descriptor.description += f' [{float(low):g}, {float(high):g}]'
         if choices:
             self._choices[name] = tuple(choices)
             descriptor.additional_constraints = 'one of: ' + ', '.join(choices)

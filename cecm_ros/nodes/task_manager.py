@@ -39,7 +39,6 @@ from cecm_ros.action import EstimateCapabilities, RunTask
 from cecm_ros.core.domain import NOOP, Task
 from cecm_ros.core.domain import JointPlan as CorePlan
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.estimator import NODE_PARAMETERS
 from cecm_ros.core.partners import PartnerBehaviour, steps_off_plan
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import TASK_CHOICES, TaskResult
@@ -68,6 +67,7 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
+from cecm_ros.session.estimator_parameters import NODE_PARAMETERS
 from cecm_ros.session.graph import (
     GraphView,
     Mark,

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from cecm_ros.session.runner import Log, SessionObserver, SessionSettings
 
 # How long close() waits for the planner to close before leaving it to a thread.
 CLOSE_WAIT_S = 1.0
+# While the summary waits for the held-out metrics, say so this often (seconds).
+WAIT_REPORT_S = 15.0
 
 
 def _nothing() -> None:
@@ -159,12 +162,24 @@ class HeldoutMetrics(SessionObserver):
         pending, self.pending = self.pending, []
         if not pending or self.ending():
             return
-        started = time.perf_counter()
-        for future in pending:
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001, S110 - logged by the job itself
-                pass
+        started = last_said = time.perf_counter()
+        for done, future in enumerate(pending):
+            while True:
+                try:
+                    future.result(timeout=WAIT_REPORT_S)
+                except FutureTimeout:
+                    # A long wait is said, not silent: the pool's plans on a busy machine
+                    # can take minutes, and a silent graph looks hung.
+                    now = time.perf_counter()
+                    if now - last_said >= WAIT_REPORT_S:
+                        self.log.info(f'waiting for the held-out metrics of the session: '
+                                      f'{done} of {len(pending)} tasks measured, '
+                                      f'{now - started:.0f} s')
+                        last_said = now
+                    continue
+                except Exception:  # noqa: BLE001, S110 - logged by the job itself
+                    pass
+                break
         waited = time.perf_counter() - started
         if waited > 0.5:
             self.log.info(f'held-out metrics of the session done {waited:.1f} s after its '

@@ -31,9 +31,9 @@ import numpy as np
 
 from cecm_ros.core.domain import Domain, Task
 from cecm_ros.core.errors import CecmError, InterruptedWorkError
-from cecm_ros.core.estimator import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.core.tasks import TaskSequence
 from cecm_ros.experiments.experiment import TaskResult
+from cecm_ros.session.estimator_parameters import NODE_PARAMETERS, settings_from_parameters
 from cecm_ros.session.port import (
     GraphPort,
     NodeLostError,

@@ -8,10 +8,13 @@ import os
 import sys
 
 from cecm_ros.core.errors import CecmError
+from cecm_ros.core.estimator_settings import SETTINGS
 from cecm_ros.tools.options import (
     add_model_options,
     add_plan_store_options,
     domain_from_args,
+    estimator_values,
+    option_name,
     plan_cache,
 )
 
@@ -225,10 +228,8 @@ def estimate_dataset(args, model) -> int:
     from cecm_ros.domains import planner_for
     from cecm_ros.study.reestimate import method_specs, run
 
-    overrides = {key: getattr(args, key) for key in (
-        'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
-        'proposal', 'decay', 'likelihood', 'lapse', 'bandwidth', 'likelihood_seeds',
-        'known_mass', 'misperception')}
+    overrides = {key: value for key, value in estimator_values(args).items()
+                 if key not in ('inference', 'window')}   # both passed on their own
     names = [n.strip() for n in (args.method or 'posterior').split(',') if n.strip()]
     specs = method_specs(names, model, overrides, args.inference, args.window,
                          args.set_diversity)
@@ -242,12 +243,13 @@ def estimate_dataset(args, model) -> int:
 def _command(args, names: list[str], out: str) -> str:
     """The command that makes these results again (every option that was given)."""
     parts = ['cecm estimate --from-dataset', args.from_dataset]
+    defaults = {name: spec.default for name, spec in SETTINGS.items()}
+    # Every estimator setting given (one at its default is left out: the same settings).
+    given = [(option_name(name), value) for name, value in estimator_values(args).items()
+             if value is not None and value != defaults[name]]
     for option, value in (('--domain', args.domain), ('--household', args.household),
                           ('--capabilities-file', args.capabilities_file),
-                          ('--method', ','.join(names)), ('--inference', args.inference),
-                          ('--samples', args.samples), ('--prior', args.prior),
-                          ('--epsilon', args.epsilon), ('--psi', args.psi),
-                          ('--likelihood', args.likelihood), ('--window', args.window),
+                          ('--method', ','.join(names)), *given,
                           ('--set-diversity', args.set_diversity), ('--seed', args.seed or 0),
                           ('--out', out)):
         if value is not None and not (option == '--domain' and value == 'tidyup'):

@@ -29,7 +29,8 @@ from cecm_ros.core import metrics
 from cecm_ros.core.dataset import Dataset, load_dataset
 from cecm_ros.core.domain import Domain, Planner
 from cecm_ros.core.errors import CecmError, ConfigError
-from cecm_ros.core.estimator import PRESETS, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator import EstimatorSettings, make_estimator
+from cecm_ros.core.estimator_settings import PRESETS
 from cecm_ros.core.hypotheses import PLAN_SET_DEFAULTS, evaluator_for
 from cecm_ros.core.storage import write_atomically
 from cecm_ros.experiments.experiment import mean_ci95

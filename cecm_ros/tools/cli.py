@@ -38,6 +38,7 @@ from cecm_ros.tools.options import (
     add_world_options,
     domain_from_args,
     estimator_settings,
+    estimator_values,
     partner_behaviour,
     partner_spec,
     plan_cache,
@@ -351,10 +352,8 @@ def cmd_estimate(args) -> int:
         if args.partner_id and args.partner_id != evidence.partner_id:
             raise CecmError(f'{args.from_log} is the profile of {evidence.partner_id!r}, not '
                             f'{args.partner_id!r}')
-    overrides = {key: getattr(args, key) for key in (
-        'samples', 'prior', 'epsilon', 'psi', 'undecided', 'sweeps', 'coupling', 'alike_rooms',
-        'proposal', 'decay', 'likelihood', 'lapse', 'bandwidth', 'likelihood_seeds',
-        'known_mass', 'misperception')}
+    overrides = {key: value for key, value in estimator_values(args).items()
+                 if key not in ('inference', 'window')}   # both passed on their own
     if overrides['epsilon'] is None and evidence.settings is None and model.default_epsilon:
         overrides['epsilon'] = model.default_epsilon   # as the estimator node would
     method, settings, seed = reestimate.choose_settings(

@@ -207,24 +207,10 @@ def correction_window(args) -> float:
 
 def _estimator_parameters(args) -> dict:
     """The estimator node's parameters for the CLI's estimator options."""
-    from cecm_ros.core.estimator import NODE_PARAMETERS
+    from cecm_ros.session.estimator_parameters import parameters_from_values
+    from cecm_ros.tools.options import estimator_values
 
-    given = {'inference': args.inference, 'samples': args.samples, 'prior': args.prior,
-             'epsilon': args.epsilon, 'psi': args.psi, 'undecided': args.undecided,
-             'sweeps': args.sweeps, 'coupling': args.coupling,
-             'alike_rooms': args.alike_rooms, 'window': args.window,
-             'decay': args.decay, 'proposal': args.proposal,
-             'likelihood': getattr(args, 'likelihood', None),
-             'lapse': getattr(args, 'lapse', None),
-             'bandwidth': getattr(args, 'bandwidth', None),
-             'likelihood_seeds': getattr(args, 'likelihood_seeds', None),
-             'known_mass': getattr(args, 'known_mass', None),
-             'misperception': getattr(args, 'misperception', None)}
-    values = dict(NODE_PARAMETERS)
-    values.update({key: value for key, value in given.items() if value is not None})
-    values['decay'] = float(values['decay'])
-    values['prior'] = float(values['prior'])
-    return values
+    return parameters_from_values(estimator_values(args))
 
 
 def demo_environment() -> dict[str, str]:

@@ -4,13 +4,11 @@ make (one place, so that the two read an option the same way)."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 from cecm_ros.core.errors import CecmError
-from cecm_ros.core.estimator import PRESETS, EstimatorSettings
-from cecm_ros.core.inference import UNDECIDED_RULES
-from cecm_ros.core.likelihood import likelihood_help, likelihood_names
+from cecm_ros.core.estimator_settings import SETTINGS, EstimatorSettings, settings_from_values
+from cecm_ros.core.likelihood import likelihood_help
 from cecm_ros.experiments.experiment import TASK_CHOICES
 
 
@@ -80,86 +78,42 @@ class PlayAction(argparse.Action):
         namespace.web = True
 
 
+def option_name(setting: str) -> str:
+    """The command-line option of an estimator setting: ``--likelihood-seeds``."""
+    return '--' + setting.replace('_', '-')
+
+
 def add_estimator_options(parser: argparse.ArgumentParser) -> None:
-    defaults = EstimatorSettings()
-    parser.add_argument('--inference', choices=tuple(PRESETS), default='posterior',
-                        help="CE-CM's inference: 'posterior' (every hypothesis must explain "
-                             "every task), 'paper' (Algorithm 1 as published: prior samples "
-                             "pooled over tasks) or 'sequential' (samples from the belief, "
-                             'last task only) (default: %(default)s)')
-    parser.add_argument('--samples', type=int, default=defaults.samples,
-                        help=f'particles (posterior) or samples per task (default: '
-                             f'{defaults.samples})')
-    parser.add_argument('--prior', type=float,
-                        help=f'Bernoulli prior P(c_i=1) (default: {defaults.prior})')
-    parser.add_argument('--epsilon', type=float,
-                        help=f'acceptance threshold (default: the domain\'s; TidyUP '
-                             f'{defaults.epsilon}, Overcooked 0.03)')
-    parser.add_argument('--psi', type=float, default=defaults.psi,
-                        help=f'estimate threshold on theta (default: {defaults.psi})')
-    parser.add_argument('--undecided', choices=UNDECIDED_RULES,
-                        help='posterior: how capabilities the evidence has not decided enter '
-                             f'the estimate (default: {defaults.undecided})')
-    parser.add_argument('--sweeps', type=int,
-                        help=f'posterior: Metropolis moves per particle after each task '
-                             f'(default: {defaults.sweeps})')
-    parser.add_argument('--coupling', type=float,
-                        help='posterior: prior coupling of the capabilities of one room, '
-                             f'0-1 (default: {defaults.coupling})')
-    parser.add_argument('--alike-rooms', type=float, dest='alike_rooms',
-                        help='posterior: concentration of the prior that makes rooms alike '
-                             '(a pattern of missing capabilities seen in some rooms is '
-                             'likelier in the others; smaller = more alike; 0 = '
-                             f'independent rooms; default: {defaults.alike_rooms})')
-    parser.add_argument('--proposal', choices=('prior', 'belief'),
-                        help='abc: draw samples from the prior or from the current belief '
-                             '(default: as the inference preset)')
-    parser.add_argument('--likelihood', choices=likelihood_names(),
-                        help=f'posterior: how a task weighs a hypothesis: {likelihood_help()}; '
-                             'proven capabilities are certain in the graded ones (default: '
-                             "the domain's: usage in every built-in domain)")
-    parser.add_argument('--lapse', type=float,
-                        help="kernel: chance of a step none of the partner's modelled plans "
-                             "explains (default: the domain's; TidyUP 0.05)")
-    parser.add_argument('--bandwidth', type=float,
-                        help='kernel: a soft shoulder beyond epsilon, exp(-(d - epsilon) / '
-                             "BANDWIDTH) (0: none; default: the domain's)")
-    parser.add_argument('--likelihood-seeds', type=int, dest='likelihood_seeds',
-                        help='kernel: searches per hypothesis, each with its own seed, for a '
-                             "planner that has one (default: the domain's; Overcooked 4)")
-    parser.add_argument('--known-mass', type=float, dest='known_mass',
-                        help='kernel: posterior probability at which a capability is '
-                             f'reported known (default: {defaults.known_mass})')
-    parser.add_argument('--misperception', type=float,
-                        help='graded likelihoods: chance that an observed step shows the '
-                             'partner change what it did not (a perception glitch); a '
-                             'capability seen used is then evidence, not certain (default: '
-                             f'{defaults.misperception}: what is seen is true)')
-    forgetting = parser.add_mutually_exclusive_group()
-    forgetting.add_argument('--window', type=int,
-                            help='forget tasks older than this many (0: off; default: off, '
-                                 'sequential: 1)')
-    forgetting.add_argument('--decay', type=float,
-                            help='abc: weigh samples from k tasks ago by DECAY**k '
-                                 '(default: off)')
+    """One option per estimator setting, as the schema declares it
+    (core/estimator_settings.py): its type, choices, help and what leaving it out means."""
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for name, spec in SETTINGS.items():
+        if spec.group and spec.group not in groups:
+            groups[spec.group] = parser.add_mutually_exclusive_group()
+        target = groups[spec.group] if spec.group else parser
+        text = spec.help
+        if name == 'likelihood':
+            text += f': {likelihood_help()}; proven capabilities are certain in the graded ones'
+        if spec.off is not None:
+            text += f' ({spec.off}: off)'
+        shown = spec.open or ('%(default)s' if spec.default is not None else 'none')
+        if name == 'likelihood':
+            shown += ': usage in every built-in domain'
+        elif name == 'window':
+            shown += ': sequential 1, others off'
+        kind = {int: int, float: float, str: str}[spec.type]
+        target.add_argument(option_name(name), dest=name, type=kind, choices=spec.allowed(),
+                            default=None if spec.open else spec.default,
+                            help=f'{text} (default: {shown})')
+
+
+def estimator_values(args) -> dict:
+    """The estimator settings the options gave, by name (None: left open)."""
+    return {name: getattr(args, name, None) for name in SETTINGS}
 
 
 def estimator_settings(args, model=None) -> EstimatorSettings:
-    epsilon = args.epsilon if args.epsilon is not None else \
-        getattr(model, 'default_epsilon', None)
-    overrides = {'samples': args.samples, 'prior': args.prior, 'epsilon': epsilon,
-                 'psi': args.psi, 'undecided': args.undecided, 'sweeps': args.sweeps,
-                 'coupling': args.coupling, 'alike_rooms': args.alike_rooms,
-                 'proposal': args.proposal, 'decay': args.decay,
-                 'likelihood': args.likelihood, 'lapse': args.lapse,
-                 'bandwidth': args.bandwidth, 'likelihood_seeds': args.likelihood_seeds,
-                 'known_mass': args.known_mass,
-                 'misperception': args.misperception}
-    settings = EstimatorSettings.preset(args.inference, **overrides)
-    if args.window is not None:
-        # 0 switches the window off, as the estimator node's `window` parameter does.
-        settings = replace(settings, window=args.window or None)
-    return settings
+    return settings_from_values(estimator_values(args), getattr(model, 'default_epsilon', None))
 
 
 def add_task_choice_options(parser: argparse.ArgumentParser, default: str) -> None:

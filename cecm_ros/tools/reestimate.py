@@ -21,12 +21,8 @@ import numpy as np
 
 from cecm_ros.core.domain import Domain, Task
 from cecm_ros.core.errors import CecmError, ConfigError
-from cecm_ros.core.estimator import (
-    PRESETS,
-    CapabilityBelief,
-    EstimatorSettings,
-    make_estimator,
-)
+from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator_settings import PRESETS
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.partner_store import LogEntry, PartnerStore, StoreError, rebuild_belief
 from cecm_ros.core.storage import write_atomically

@@ -415,7 +415,7 @@ def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     reproduces step for step when the page answers as the partner's plan does."""
     import yaml
 
-    from cecm_ros.core.estimator import NODE_PARAMETERS, make_estimator, settings_from_parameters
+    from cecm_ros.core.estimator import make_estimator
     from cecm_ros.core.hypotheses import evaluator_for
     from cecm_ros.core.partners import (
         RobotTeammate,
@@ -425,6 +425,7 @@ def _core_steps() -> tuple[tuple[int, str, bool, str], ...]:
     )
     from cecm_ros.core.tasks import TaskSequence
     from cecm_ros.domains.pddl.planner import FastDownwardPlanner
+    from cecm_ros.session.estimator_parameters import NODE_PARAMETERS, settings_from_parameters
 
     config = yaml.safe_load((REPO / 'config' / 'tidyup_sim.yaml')
                             .read_text())

@@ -20,13 +20,14 @@ import pytest
 from paths import REPO
 
 from cecm_ros.core.domain import Task
-from cecm_ros.core.estimator import NODE_PARAMETERS, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator import EstimatorSettings, make_estimator
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.partners import RobotTeammate, SimulatedHuman, partner_seed, run_shared_task
 from cecm_ros.core.task_choice import choose_task
 from cecm_ros.domains import load_domain, planner_for
 from cecm_ros.domains.tidyup.model import TidyUpModel
 from cecm_ros.experiments.experiment import ExperimentSettings, run_once
+from cecm_ros.session.estimator_parameters import NODE_PARAMETERS
 from cecm_ros.session.heldout import CLOSE_WAIT_S, HeldoutMetrics
 from cecm_ros.session.port import (
     Belief,

@@ -30,8 +30,8 @@ ABOVE = {
     'study': ('cecm_ros.web', 'cecm_ros.nodes', *ROS),
     # The panel's codec loads message modules by name, at run time, never by import.
     'web': ('cecm_ros.tools', 'cecm_ros.nodes', 'cecm_ros.session', *ROS),
-    'tools': ('cecm_ros.session', 'cecm_ros.study', 'cecm_ros.web', 'cecm_ros.nodes',
-              'rosidl', *ROS),
+    # The demo graph writes the node parameters a session's settings travel as.
+    'tools': ('cecm_ros.study', 'cecm_ros.web', 'cecm_ros.nodes', 'rosidl', *ROS),
     # The top layer: nothing is above it.
     'nodes': (),
 }

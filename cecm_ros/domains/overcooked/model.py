@@ -57,7 +57,7 @@ from cecm_ros.core.domain import (
     Task,
 )
 from cecm_ros.core.errors import CecmError, ConfigError, UnknownNameError
-from cecm_ros.core.likelihood import likelihood_section
+from cecm_ros.core.estimator_settings import likelihood_section
 from cecm_ros.core.resources import config_path
 
 from .kitchen import ROLES, VEGETABLES, Kitchen

@@ -23,7 +23,7 @@ from unified_planning.model import Problem
 from cecm_ros.core.capabilities import Capability, CapabilityCatalog, PartnerType
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
 from cecm_ros.core.errors import ConfigError, UnknownNameError
-from cecm_ros.core.likelihood import likelihood_section
+from cecm_ros.core.estimator_settings import likelihood_section
 
 from .costs import PDDL_WORDS, declared_predicates, rewrite_costs
 from .file_tasks import ProblemCycle, TemplateGenerator

@@ -15,6 +15,7 @@ from core_fixtures import three_room_model
 
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import CapabilityBelief, EstimatorSettings, make_estimator
+from cecm_ros.core.estimator_settings import likelihood_section
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
 from cecm_ros.core.inference import (
     KNOWN_ABSENT,
@@ -23,12 +24,7 @@ from cecm_ros.core.inference import (
     CapabilityPrior,
     exact_posterior,
 )
-from cecm_ros.core.likelihood import (
-    Likelihood,
-    LikelihoodModel,
-    likelihood_section,
-    seeded_planners,
-)
+from cecm_ros.core.likelihood import Likelihood, LikelihoodModel, seeded_planners
 from cecm_ros.core.weighted_posterior import WeightedPosterior
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
@@ -171,8 +167,11 @@ def test_likelihood_forms_and_their_checks():
         likelihood_section({'form': 'magic'}, 'd.yaml')
     with pytest.raises(ConfigError, match=r"d.yaml: likelihood: unknown keys \['lapsus'\]"):
         likelihood_section({'lapsus': 0.2}, 'd.yaml')
-    with pytest.raises(ConfigError, match='seeds must be a whole number'):
+    with pytest.raises(ConfigError, match=r'd.yaml: likelihood: seeds must be at least 1, '
+                                          'got 0'):
         likelihood_section({'seeds': 0}, 'd.yaml')
+    with pytest.raises(ConfigError, match='seeds must be a whole number, got 2.5'):
+        likelihood_section({'seeds': 2.5}, 'd.yaml')
     with pytest.raises(ConfigError, match='likelihood must be one of'):
         EstimatorSettings(likelihood='soft')
     with pytest.raises(ConfigError, match='known_mass'):
