@@ -83,7 +83,7 @@ setup(
     zip_safe=False,
     entry_points={
         'console_scripts': [
-            'cecm = cecm_ros.tools.cli:main',
+            'cecm = cecm_ros.cli.main:main',
             *[f'{node} = cecm_ros.nodes.{node}:main' for node in NODES],
         ],
     },

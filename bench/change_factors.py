@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 
+from cecm_ros.cli.main import main
 from cecm_ros.core import weighted_posterior
-from cecm_ros.tools.cli import main
 
 _tested = weighted_posterior.WeightedPosterior._partner_changed
 THRESHOLD = float(np.log((1.0 - weighted_posterior.CHANGE_HAZARD)

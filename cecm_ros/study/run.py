@@ -145,11 +145,11 @@ def session_id(protocol: Protocol, participant: str, study_set: StudySet) -> str
 def demo_arguments(run: StudyRun, study_set: StudySet, set_dir: Path, recording: Path,
                    token: str) -> Any:
     """The set's graph as `cecm demo --play` would run it."""
-    from cecm_ros.tools.cli import build_parser
+    from cecm_ros.tools.options import demo_parser
 
     assistant = run.protocol.assistant
     # OPTION=VALUE throughout: a value may begin with '-' (a random token can).
-    argv = ['demo', f'--domain={run.protocol.domain}', f'--partner={study_set.partner_type}',
+    argv = [f'--domain={run.protocol.domain}', f'--partner={study_set.partner_type}',
             '--play', f'--web-port={run.panel_port}', f'--web-token={token}',
             f'--tasks={len(study_set.tasks)}', f'--method={assistant["method"]}',
             '--task-choice=given', f'--out={set_dir}', f'--record={recording}']
@@ -162,7 +162,7 @@ def demo_arguments(run: StudyRun, study_set: StudySet, set_dir: Path, recording:
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            return build_parser().parse_args(argv)
+            return demo_parser().parse_args(argv)
     except SystemExit:
         message = errors.getvalue().strip().splitlines()
         raise ConfigError(f'{run.protocol.path}: the assistant\'s settings are not valid: '

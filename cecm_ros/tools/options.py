@@ -187,3 +187,51 @@ def world_settings(args) -> dict[str, float]:
     from cecm_ros.core.world_conditions import WORLD_SETTINGS
 
     return {name: getattr(args, name) for name in WORLD_SETTINGS if hasattr(args, name)}
+
+
+# ------------------------------------------------------------------------ the demo
+def add_demo_options(sub: argparse.ArgumentParser) -> None:
+    """`cecm demo`'s options; a study's sets are run as the demo runs (study/run.py)."""
+    add_model_options(sub)
+    add_partner_options(sub, 'low_capability')
+    add_estimator_options(sub)
+    add_world_options(sub, lockstep=True)
+    # The demo shows what learning can do: it picks informative tasks (the node graph's
+    # own default, and the experiment's, is the given order).
+    add_task_choice_options(sub, 'informative')
+    sub.add_argument('--tasks', type=int, default=5, help='tasks in the session (default: 5)')
+    sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
+    sub.add_argument('--method', default='cecm', help='estimation method (default: cecm)')
+    sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
+    sub.add_argument('--no-ros', action='store_true',
+                     help='plan and simulate without the ROS 2 node graph')
+    add_behaviour_option(sub)
+    add_plan_store_options(sub)
+    web = sub.add_argument_group('browser correction panel')
+    web.add_argument('--web', action='store_true',
+                     help='a person answers the robot from the web panel (URL printed)')
+    web.add_argument('--web-port', type=int, default=0, metavar='PORT',
+                     help='port of the panel (default: any free one)')
+    web.add_argument('--web-token', metavar='TOKEN',
+                     help="access token of the panel (default: a random one; '' = none, for "
+                          'development only)')
+    web.add_argument('--correction-window', type=float, metavar='S',
+                     help='with --web: seconds the robot waits for each answer (default: 30; '
+                          'with --play 120)')
+    web.add_argument('--play', action=PlayAction,
+                     help='a person plays the partner in the web panel (implies --web): the '
+                          "partner's action at each step is the person's choice")
+    sub.add_argument('--record', nargs='?', const='', metavar='PATH',
+                     help='record every topic of the session into an MCAP file (default: '
+                          'OUT/session.mcap; a folder gets a timestamped file), the markers '
+                          'of --markers among them')
+    sub.add_argument('--markers', action='store_true',
+                     help='also publish the session for RViz and Foxglove (scene_markers: a '
+                          'MarkerArray on /markers; --record implies it)')
+
+
+def demo_parser() -> argparse.ArgumentParser:
+    """The parser of `cecm demo`'s options alone (without the command's name)."""
+    parser = argparse.ArgumentParser(prog='cecm demo')
+    add_demo_options(parser)
+    return parser

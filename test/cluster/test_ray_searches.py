@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.cluster import ray_searches
 from cecm_ros.cluster.ray_searches import ClusterError, chunks_of, parse_address
 from cecm_ros.core.errors import ConfigError
@@ -22,7 +23,6 @@ from cecm_ros.core.estimator import EstimatorSettings, make_estimator
 from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.domains import load_domain, planner_for
 from cecm_ros.domains.tidyup.tasks import TaskGenerator
-from cecm_ros.tools.cli import main as cecm_main
 
 IN_CI = os.environ.get('CI', '').lower() in ('true', '1', 'yes')
 TASKS = 3

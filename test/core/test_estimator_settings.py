@@ -63,9 +63,9 @@ def test_every_field_is_declared_and_the_wire_defaults_hold():
 @pytest.mark.parametrize('given', GIVEN, ids=lambda g: ','.join(f'{k}={v}' for k, v in
                                                             g.items()) or 'nothing')
 def test_the_cli_the_node_and_sweeps_make_the_same_settings(given, tmp_path):
+    from cecm_ros.cli.main import build_parser
     from cecm_ros.domains import load_domain
     from cecm_ros.experiments.sweep import load_sweep
-    from cecm_ros.tools.cli import build_parser
     from cecm_ros.tools.options import estimator_settings, option_name
 
     expected = settings_from_values(given, default_epsilon=0.24)

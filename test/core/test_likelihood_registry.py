@@ -91,9 +91,9 @@ def test_a_registered_likelihood_is_learned_with(errands, tempered):
 
 
 def test_the_cli_and_sweep_files_offer_a_registered_likelihood(tempered, tmp_path):
+    from cecm_ros.cli.main import build_parser
     from cecm_ros.domains import load_domain
     from cecm_ros.experiments.sweep import load_sweep
-    from cecm_ros.tools.cli import build_parser
 
     args = build_parser().parse_args(['experiment', '--likelihood', 'tempered_kernel'])
     assert args.likelihood == 'tempered_kernel'

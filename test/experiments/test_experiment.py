@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.experiments.bench import run_update_benchmark
 from cecm_ros.experiments.experiment import METRICS, ExperimentSettings, mean_ci95, run_experiment
-from cecm_ros.tools.cli import main as cecm_main
 
 SMALL = EstimatorSettings(samples=25)
 
@@ -146,7 +146,7 @@ def test_cli_reports_bad_input_without_a_traceback(capsys):
 
 
 def test_cli_estimator_variants():
-    from cecm_ros.tools.cli import build_parser
+    from cecm_ros.cli.main import build_parser
     from cecm_ros.tools.options import estimator_settings
 
     def settings(*argv):

@@ -15,7 +15,7 @@ import yaml
 from graph_fixtures import TIME_SCALE
 from paths import REPO, TEST_DIR
 
-from cecm_ros.tools.cli import main as cecm_main
+from cecm_ros.cli.main import main as cecm_main
 
 CLI = Path(sys.executable).with_name('cecm')
 SHIPYARD = TEST_DIR / 'domains' / 'pddl' / 'shipyard' / 'domain.yaml'

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from core_fixtures import close_planner, make_task
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.domain import HUMAN, NOOP
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.partners import (
@@ -31,7 +32,6 @@ from cecm_ros.domains.pddl.planner import FastDownwardPlanner
 from cecm_ros.domains.tidyup.model import atom
 from cecm_ros.experiments.experiment import ExperimentSettings
 from cecm_ros.experiments.sweep import load_sweep
-from cecm_ros.tools.cli import main as cecm_main
 
 STOCHASTIC = ('boltzmann:1', 'noisy:0.5', 'detour:0.5', 'preference', 'forgo:1')
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from core_fixtures import close_planner
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.domain import HUMAN, NOOP
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.estimator import EstimatorSettings, make_estimator
@@ -35,7 +36,6 @@ from cecm_ros.core.partners import (
 )
 from cecm_ros.domains import load_domain, planner_for
 from cecm_ros.domains.pddl.planner import FastDownwardPlanner
-from cecm_ros.tools.cli import main as cecm_main
 
 STUBS = Path(__file__).resolve().parents[1] / 'partner_plugins' / 'stub_partners.py'
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 from graph_fixtures import TIME_SCALE
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.domains import load_domain
 from cecm_ros.experiments.sweep import Progress, load_sweep
-from cecm_ros.tools.cli import main as cecm_main
 
 CLI = Path(sys.executable).with_name('cecm')
 RAY = Path(sys.executable).with_name('ray')

@@ -14,10 +14,10 @@ import yaml
 from graph_fixtures import RosDomain, installed_or_skip, scaled
 from paths import VENV
 
+from cecm_ros.cli.main import main as cecm
 from cecm_ros.core.dataset import load_dataset
 from cecm_ros.core.domain import NOOP
 from cecm_ros.study.protocol import load_protocol
-from cecm_ros.tools.cli import main as cecm
 
 pytest.importorskip('rclpy', reason='needs rclpy (make build)')
 

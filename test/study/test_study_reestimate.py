@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
+from cecm_ros.cli.main import main as cecm
 from cecm_ros.core.dataset import load_dataset
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.study.reestimate import METHODS, method_specs, ndm, set_seed
-from cecm_ros.tools.cli import main as cecm
 
 TYPES = ('low_capability', 'high_capability', 'mobility_limited')
 PARTICIPANTS, TASKS, SAMPLES = 2, 2, 20

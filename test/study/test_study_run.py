@@ -194,7 +194,7 @@ def test_a_stopped_study_resumes_and_loses_nothing(study):
 
 
 def test_the_study_exports_and_re_estimates(study, capsys):
-    from cecm_ros.tools.cli import main as cecm
+    from cecm_ros.cli.main import main as cecm
 
     work = study['work']
     dataset_dir = work / 'dataset'

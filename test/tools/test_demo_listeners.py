@@ -9,7 +9,7 @@ import pytest
 import yaml
 from paths import REPO
 
-from cecm_ros.tools.cli import build_parser
+from cecm_ros.cli.main import build_parser
 from cecm_ros.tools.demo_graph import write_params
 
 

@@ -10,7 +10,7 @@ import time
 
 from paths import REPO
 
-from cecm_ros.tools.cli import build_parser
+from cecm_ros.cli.main import build_parser
 from cecm_ros.tools.demo_graph import launch_command, private_ros_logs, write_params
 from cecm_ros.tools.process_graph import ProcessGraph
 

@@ -137,7 +137,7 @@ def test_cmake_nodes_match_setup_py_console_scripts(monkeypatch):
     assert set(nodes) == EXPECTED_NODES
 
     scripts = console_scripts(setup_py_kwargs(monkeypatch))
-    assert scripts.pop('cecm') == 'cecm_ros.tools.cli:main'
+    assert scripts.pop('cecm') == 'cecm_ros.cli.main:main'
     assert scripts == {node: f'cecm_ros.nodes.{node}:main' for node in nodes}
 
 

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import yaml
 
+from cecm_ros.cli.main import main as cecm
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.partner_store import PartnerStore
-from cecm_ros.tools.cli import main as cecm
 from cecm_ros.tools.recording import (
     SEPARATOR,
     DefinitionNotFoundError,

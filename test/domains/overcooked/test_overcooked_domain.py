@@ -420,7 +420,7 @@ def test_a_run_holds_out_the_tasks_it_does_not_learn_on(domain):
 def test_cecm_experiment_runs_overcooked_and_holds_out_tasks(tmp_path, capsys):
     import csv
 
-    from cecm_ros.tools.cli import main as cecm_main
+    from cecm_ros.cli.main import main as cecm_main
 
     out = tmp_path / 'experiment'
     assert cecm_main(['experiment', '--domain', 'overcooked', '--partner', 'type_2',
@@ -437,7 +437,7 @@ def test_cecm_experiment_runs_overcooked_and_holds_out_tasks(tmp_path, capsys):
 
 
 def test_cecm_cache_info_and_clear(tmp_path, capsys, monkeypatch):
-    from cecm_ros.tools.cli import main as cecm_main
+    from cecm_ros.cli.main import main as cecm_main
 
     monkeypatch.setenv('CECM_CACHE_DIR', str(tmp_path))
     assert cecm_main(['cache', 'info']) == 0
@@ -499,7 +499,7 @@ def test_processes_opening_a_new_store_at_once_keep_it(tmp_path):
 
 
 def test_cecm_cache_info_leaves_a_foreign_file_alone(tmp_path, capsys):
-    from cecm_ros.tools.cli import main as cecm_main
+    from cecm_ros.cli.main import main as cecm_main
 
     foreign = tmp_path / 'notes.sqlite'
     foreign.write_text('my notes')

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from paths import REPO, line_of  # noqa: E402
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.domain import HUMAN, ROBOT, Task
 from cecm_ros.core.errors import ConfigError
 from cecm_ros.core.simulator import WorldSimulator
 from cecm_ros.domains import available_domains, load_domain, planner_for, robot_skills_for
 from cecm_ros.domains.pddl.file_domain import FileDomain
-from cecm_ros.tools.cli import main as cecm_main
 
 EXAMPLE = REPO / 'config' / 'domains' / 'workshop'
 

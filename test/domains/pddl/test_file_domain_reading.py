@@ -332,7 +332,7 @@ def test_the_evidence_report_names_every_capability_and_its_confounders():
 
 
 def test_an_experiment_on_the_lab_reports_its_evidence(tmp_path, capsys):
-    from cecm_ros.tools.cli import main as cecm_main
+    from cecm_ros.cli.main import main as cecm_main
 
     out = tmp_path / 'out'
     assert cecm_main(['experiment', '--domain', str(LAB / 'domain.yaml'), '--partner',

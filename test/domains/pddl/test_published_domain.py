@@ -14,11 +14,11 @@ import pytest
 import yaml
 from paths import TEST_DIR, line_of
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.domain import HUMAN, ROBOT
 from cecm_ros.core.errors import ConfigError, UnsolvableTaskError
 from cecm_ros.domains import load_domain, planner_for
 from cecm_ros.domains.pddl.file_domain import FileDomain
-from cecm_ros.tools.cli import main as cecm_main
 
 SHIPYARD = TEST_DIR / 'domains' / 'pddl' / 'shipyard'
 

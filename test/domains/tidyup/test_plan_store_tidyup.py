@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from paths import REPO  # noqa: E402
 
+from cecm_ros.cli.main import main as cecm_main
 from cecm_ros.core.hypotheses import SharedPlanEvaluator
 from cecm_ros.domains import load_domain, planner_for
 from cecm_ros.domains.tidyup.household import Household
@@ -16,7 +17,6 @@ from cecm_ros.domains.tidyup.model import TidyUpModel
 from cecm_ros.experiments.bench import run_session_benchmark
 from cecm_ros.experiments.experiment import TaskResult
 from cecm_ros.session.records import SessionJournal
-from cecm_ros.tools.cli import main as cecm_main
 
 
 def vectors(model, count, seed):

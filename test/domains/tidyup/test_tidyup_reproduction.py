@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from paths import TEST_DIR  # noqa: E402
 
-from cecm_ros.tools.cli import main as cecm_main
+from cecm_ros.cli.main import main as cecm_main
 
 REFERENCE = TEST_DIR / 'data' / 'tidyup_reference'
 # Prose, not results: free to change wording.

@@ -29,6 +29,7 @@ from cecm_ros.core.likelihood import likelihood_names
 from cecm_ros.domains import planner_for
 from cecm_ros.tools.options import (
     add_behaviour_option,
+    add_demo_options,
     add_estimator_options,
     add_model_options,
     add_partner_options,
@@ -338,7 +339,7 @@ def cmd_estimate(args) -> int:
     from cecm_ros.tools import reestimate
 
     if args.from_dataset:
-        from cecm_ros.study.commands import dataset_domain, estimate_dataset
+        from cecm_ros.cli.study import dataset_domain, estimate_dataset
 
         dataset_domain(args)
         return estimate_dataset(args, domain_from_args(args))
@@ -440,43 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.set_defaults(func=cmd_plan)
 
     sub = commands.add_parser('demo', help='the simulated household demo')
-    add_model_options(sub)
-    add_partner_options(sub, 'low_capability')
-    add_estimator_options(sub)
-    add_world_options(sub, lockstep=True)
-    # The demo shows what learning can do: it picks informative tasks (the node graph's
-    # own default, and the experiment's, is the given order).
-    add_task_choice_options(sub, 'informative')
-    sub.add_argument('--tasks', type=int, default=5, help='tasks in the session (default: 5)')
-    sub.add_argument('--seed', type=int, default=0, help='seed (default: 0)')
-    sub.add_argument('--method', default='cecm', help='estimation method (default: cecm)')
-    sub.add_argument('--out', default='results/demo', help='output folder (default: %(default)s)')
-    sub.add_argument('--no-ros', action='store_true',
-                     help='plan and simulate without the ROS 2 node graph')
-    add_behaviour_option(sub)
-    add_plan_store_options(sub)
-    web = sub.add_argument_group('browser correction panel')
-    web.add_argument('--web', action='store_true',
-                     help='a person answers the robot from the web panel (URL printed)')
-    web.add_argument('--web-port', type=int, default=0, metavar='PORT',
-                     help='port of the panel (default: any free one)')
-    web.add_argument('--web-token', metavar='TOKEN',
-                     help="access token of the panel (default: a random one; '' = none, for "
-                          'development only)')
-    web.add_argument('--correction-window', type=float, metavar='S',
-                     help='with --web: seconds the robot waits for each answer (default: 30; '
-                          'with --play 120)')
-    from cecm_ros.tools.options import PlayAction
-    web.add_argument('--play', action=PlayAction,
-                     help='a person plays the partner in the web panel (implies --web): the '
-                          "partner's action at each step is the person's choice")
-    sub.add_argument('--record', nargs='?', const='', metavar='PATH',
-                     help='record every topic of the session into an MCAP file (default: '
-                          'OUT/session.mcap; a folder gets a timestamped file), the markers '
-                          'of --markers among them')
-    sub.add_argument('--markers', action='store_true',
-                     help='also publish the session for RViz and Foxglove (scene_markers: a '
-                          'MarkerArray on /markers; --record implies it)')
+    add_demo_options(sub)
     sub.set_defaults(func=cmd_demo)
 
     sub = commands.add_parser('experiment', help="the paper's estimation-planning loop")
@@ -576,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a partner store (the estimator's store_path)")
     source.add_argument('--from-log', metavar='PROFILE_JSON',
                         help='a partner profile (export_partner, or estimate --out)')
-    from cecm_ros.study.commands import add_dataset_source, add_study_parser
+    from cecm_ros.cli.study import add_dataset_source, add_study_parser
     add_dataset_source(source)
     sub.add_argument('--partner-id', help='whose tasks (needed when there are several)')
     add_estimator_options(sub)
