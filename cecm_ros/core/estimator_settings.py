@@ -18,7 +18,6 @@ import numbers
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import cache
 from typing import Any
 
 from .errors import ConfigError
@@ -252,40 +251,25 @@ class EstimatorSettings:
         return cls(**data)
 
 
-@cache
-def _schema() -> dict[str, Setting]:
+def _declarations() -> dict[str, Setting]:
+    """Each field's declaration with its name, type (from the annotation) and default."""
     hints = typing.get_type_hints(EstimatorSettings)
     schema = {}
     for item in fields(EstimatorSettings):
-        declared = item.metadata['setting']
         kind = next(t for t in (int, float, str) if t in (hints[item.name],
                                                            *typing.get_args(hints[item.name])))
-        schema[item.name] = replace(declared, name=item.name, type=kind,
+        schema[item.name] = replace(item.metadata['setting'], name=item.name, type=kind,
                                     default=item.default)
     return schema
 
 
-class _Schema(Mapping):
-    """The declarations by name, in field order (made on first use: the field types
-    are read from the annotations once the class exists)."""
-
-    def __getitem__(self, name: str) -> Setting:
-        return _schema()[name]
-
-    def __iter__(self):
-        return iter(_schema())
-
-    def __len__(self) -> int:
-        return len(_schema())
-
-
-SETTINGS: Mapping[str, Setting] = _Schema()
+# The declarations by name, in field order.
+SETTINGS: Mapping[str, Setting] = _declarations()
 
 # The likelihood parameters a domain may set (Domain.likelihood_defaults) and the values
 # used where it sets none: a small lapse suits a partner that plans as the robot does.
-DEFAULT_LIKELIHOOD: dict[str, Any] = {
-    item.name: item.metadata['setting'].fallback for item in fields(EstimatorSettings)
-    if item.metadata['setting'].open == DOMAINS and item.name != 'epsilon'}
+DEFAULT_LIKELIHOOD: dict[str, Any] = {name: spec.fallback for name, spec in SETTINGS.items()
+                                      if spec.fallback is not None}
 
 
 def settings_from_values(values: Mapping[str, Any],
@@ -314,9 +298,7 @@ def settings_from_values(values: Mapping[str, Any],
 
 
 # ------------------------------------------------ a domain file's `likelihood:` section
-SECTION_KEYS = {spec.section_key: name for name, spec in
-                ((item.name, item.metadata['setting']) for item in fields(EstimatorSettings))
-                if spec.section_key}
+SECTION_KEYS = {spec.section_key: name for name, spec in SETTINGS.items() if spec.section_key}
 
 
 def likelihood_section(entry, where: str) -> dict:

@@ -60,9 +60,7 @@ def parameter_range(spec: Setting) -> dict[str, Any]:
         return {'choices': ('', *allowed) if spec.open else tuple(allowed)}
     low, high = spec.low, spec.high
     if spec.open and low is not None:
-        low = min(low, unset_value(spec))
-    if spec.off is not None and low is not None:
-        low = min(low, spec.off)
+        low = min(low, unset_value(spec))   # below an `off` value too (window: -1 < 0)
     return {key: value for key, value in (('low', low), ('high', high)) if value is not None}
 
 

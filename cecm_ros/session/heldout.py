@@ -17,8 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -162,24 +161,16 @@ class HeldoutMetrics(SessionObserver):
         pending, self.pending = self.pending, []
         if not pending or self.ending():
             return
-        started = last_said = time.perf_counter()
-        for done, future in enumerate(pending):
-            while True:
-                try:
-                    future.result(timeout=WAIT_REPORT_S)
-                except FutureTimeout:
-                    # A long wait is said, not silent: the pool's plans on a busy machine
-                    # can take minutes, and a silent graph looks hung.
-                    now = time.perf_counter()
-                    if now - last_said >= WAIT_REPORT_S:
-                        self.log.info(f'waiting for the held-out metrics of the session: '
-                                      f'{done} of {len(pending)} tasks measured, '
-                                      f'{now - started:.0f} s')
-                        last_said = now
-                    continue
-                except Exception:  # noqa: BLE001, S110 - logged by the job itself
-                    pass
-                break
+        started = time.perf_counter()
+        waiting = set(pending)   # a job's failure is logged by the job itself
+        while waiting:
+            _, waiting = wait(waiting, timeout=WAIT_REPORT_S)
+            if waiting:
+                # Said, not silent: the pool's plans can take minutes on a busy machine,
+                # and a silent graph looks hung.
+                self.log.info(f'waiting for the held-out metrics of the session: '
+                              f'{len(pending) - len(waiting)} of {len(pending)} tasks '
+                              f'measured, {time.perf_counter() - started:.0f} s')
         waited = time.perf_counter() - started
         if waited > 0.5:
             self.log.info(f'held-out metrics of the session done {waited:.1f} s after its '
