@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from lifecycle_msgs.msg import State
 
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, Domain, JointPlan, JointStep, Task
@@ -26,6 +27,7 @@ from cecm_ros.msg import Correction, RobotIntent, StepResult, TaskOutcome, TaskR
 from cecm_ros.msg import JointPlan as JointPlanMsg
 from cecm_ros.msg import JointStep as JointStepMsg
 from cecm_ros.nodes.skill_kinds import WAIT, skills_of
+from cecm_ros.session.graph import GraphView, NodeStatus
 
 NOOP_SPELLINGS = ('', NOOP, WAIT)    # accepted for "do nothing this step" in what the
                                      # graph sends (an answer must name it: answer_action)
@@ -475,3 +477,17 @@ def outcome_from_msg(model: Domain, msg: TaskOutcome) -> tuple[Task, list]:
     except CecmError as error:
         raise MessageError(f'{what}: trajectory state 0: {error}') from None
     return task, trajectory
+
+
+def graph_view_from_msg(msg) -> GraphView:
+    """A GraphStatus as the session reads it (:mod:`cecm_ros.session.graph`)."""
+    return GraphView(msg.mode, (msg.manager_started.sec, msg.manager_started.nanosec),
+                     tuple(NodeStatus(n.name, n.state == State.PRIMARY_STATE_ACTIVE,
+                                      n.responsive, n.recoveries) for n in msg.nodes))
+
+
+def executed_steps(model: Domain, trajectory: Sequence[TeamState]) -> list[tuple[str, str]]:
+    """The joint steps a recorded trajectory took, as canonical (robot, human) actions
+    (MessageError naming an action the domain does not know)."""
+    return [(canonical_action(model, s.robot_action or NOOP, ROBOT),
+             canonical_action(model, s.human_action or NOOP, HUMAN)) for s in trajectory[1:]]

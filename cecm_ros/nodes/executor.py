@@ -15,6 +15,10 @@ the plan ran out before the goal). After ``partner_idle_steps`` such steps in a 
 which the partner left its part of the plan undone and nothing changed, it plans the
 rest of the task for itself alone. It stops when the goal holds in the team state (success) or
 after ``max_steps`` (abort).
+
+The loop itself is the ROS-free :class:`~cecm_ros.session.task_execution.TaskExecution`;
+this node is its :class:`~cecm_ros.session.task_execution.RobotPort`: parameters,
+clients, topics and the action server.
 """
 
 from __future__ import annotations
@@ -30,8 +34,6 @@ from rclpy.action.server import ServerGoalHandle
 from cecm_ros.action import ExecuteSkill, RunTask
 from cecm_ros.core.domain import NOOP
 from cecm_ros.core.domain import JointPlan as CorePlan
-from cecm_ros.core.partners import ReplanRule
-from cecm_ros.core.world_conditions import state_to_act_on
 from cecm_ros.msg import (
     Correction,
     CorrectionStatus,
@@ -56,23 +58,19 @@ from cecm_ros.nodes.common import (
 )
 from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.nodes.world_sim import DEFAULT_SKILLS
+from cecm_ros.session.task_execution import (
+    Answer,
+    Seen,
+    TaskAbortedError,
+    TaskCanceledError,
+    TaskExecution,
+)
 from cecm_ros.srv import PlanTask
 
 # How long a lost robot/intent listener may take to return (or this node to be told to
 # stop) before the loss is reported, and how often the count is looked at meanwhile.
 LISTENER_GRACE_S = 3.0
 LISTENER_POLL_S = 0.1
-
-
-class TaskAbortedError(Exception):
-    """The task cannot go on; the message says why. ``retry``: the cause is not the task's
-    own (a peer that did not answer, a world out of step), so running it again from its
-    start may succeed; a goal that no plan reaches, or a malformed request, is the
-    task's own."""
-
-    def __init__(self, message: str, retry: bool = True):
-        super().__init__(message)
-        self.retry = retry
 
 
 class Executor(CecmNode):
@@ -123,6 +121,8 @@ class Executor(CecmNode):
         self.awaiting_step: int | None = None   # step whose correction window is open
         self.correction: Correction | None = None
         self.intent = NOOP
+        self.partner_id = ''
+        self.announced = RobotIntent()   # the running step's intent as announced
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -287,7 +287,7 @@ class Executor(CecmNode):
             self.get_logger().error(f'task {request.task_id!r} aborted: {error}'
                                     + ('; it may be run again' if error.retry else ''))
             finish_goal(goal_handle.abort)
-        except (_CanceledError, WaitInterruptedError):
+        except (TaskCanceledError, WaitInterruptedError):
             result.message, result.retry = 'canceled', True
             self.get_logger().info(f'task {request.task_id}: canceled')
             finish_goal(goal_handle.canceled)
@@ -319,104 +319,55 @@ class Executor(CecmNode):
         handle = self.goal_handle
         return handle is not None and handle.is_cancel_requested
 
-    # ---------------------------------------------------------------- the task
+    # ------------------------------------------- the task (TaskExecution's RobotPort)
     def _run(self, goal_handle, task, partner_id: str, attempt: int) -> RunTask.Result:
-        model = self.model
-        first = self._wait_state(task.task_id, 0)
-        state, unusable = state_to_act_on(model, task, conv.state_from_team_state(model, first),
-                                          model.initial_state(task))
-        if unusable:
-            self.get_logger().warning(f'task {task.task_id}: the first team_state seen is not '
-                                      f'a state the robot can act on ({unusable}); starting '
-                                      "from the task's start")
-        plan = self._plan(task, state, partner_id)
-        # An intent nobody hears is consent: give a partner's subscription a moment to
-        # match first (a robot working without a partner just goes ahead).
-        # Polled (_wait_ready): a subscription that DDS matches notifies nobody here, and
-        # a notified wait held the first intent for the whole window when the last
-        # listener matched a moment after the task started.
+        self.partner_id = partner_id
+        run = TaskExecution(self.model, self, self.get_logger(), self.max_steps,
+                            self.idle_limit).run(task)
+        outcome = conv.outcome_msg(task, partner_id, run.trajectory, run.decisions,
+                                   run.corrections, run.success, self.model.name,
+                                   run.failed_steps)
+        return RunTask.Result(outcome=outcome, success=run.success, message=run.message)
+
+    def team_state(self, step: int) -> Seen:
+        msg = self._wait_state(self.task_id, step)
+        return Seen(msg, conv.state_from_team_state(self.model, msg))
+
+    def plan(self, task, state, alone: bool) -> CorePlan:
+        return self._plan(task, state, self.partner_id, alone)
+
+    def wait_listeners(self) -> None:
+        """An intent nobody hears is consent: give a partner's subscription a moment to
+        match first (a robot working without a partner just goes ahead). Polled
+        (_wait_ready): a subscription that DDS matches notifies nobody here, and a
+        notified wait held the first intent for the whole window when the last listener
+        matched a moment after the task started."""
         listeners = max(1, self.param('intent_subscribers'))
         self._wait_ready(lambda: self.intent_pub.get_subscription_count() >= listeners,
                          self.window)
-        self._count_listeners(f'task {task.task_id}')
-        index = corrections = decisions = 0
-        step = 0
-        rule = ReplanRule(follow_world=True, idle_limit=self.idle_limit)
-        trajectory = [first]
-        failed_steps: list[int] = []   # the robot's skill failed (never partner evidence)
-        while not model.goal_reached(task, state):
-            if step >= self.max_steps:
-                outcome = conv.outcome_msg(task, partner_id, trajectory, decisions,
-                                           corrections, False, model.name, failed_steps)
-                message = f'goal not reached after {self.max_steps} steps'
-                self.get_logger().error(f'task {task.task_id}: {message}')
-                return RunTask.Result(outcome=outcome, success=False, message=message)
-            self._check_cancel()
-            intended = plan.steps[index].robot if index < len(plan.steps) else NOOP
-            correction, announced = self._announce(task.task_id, attempt, step, intended)
-            corrected = correction is not None and correction.corrected_action != intended
-            executed = correction.corrected_action if corrected else intended
-            decisions += intended != NOOP or executed != NOOP
-            corrections += corrected
-            if corrected:
-                self.get_logger().info(
-                    f'step {step}: corrected by {correction.sender or "someone"}: '
-                    f'{intended} -> {executed}')
-            skill = self._execute_skill(task.task_id, attempt, step, executed, announced)
-            failed = not skill.success
-            if failed:
-                failed_steps.append(step)
-                self.get_logger().warning(
-                    f'task {task.task_id} step {step}: the robot\'s skill failed on '
-                    f'{executed} ({skill.message or "no reason given"}); re-planning from '
-                    'the observed state')
-            after = self._wait_state(task.task_id, step + 1)
-            trajectory.append(after)
-            # The robot acts on what perception reports, unless no world is in it (a
-            # glitch): then on the last state it could act on (the evidence keeps both).
-            before = state
-            state, unusable = state_to_act_on(model, task,
-                                              conv.state_from_team_state(model, after), state)
-            if unusable:
-                self.get_logger().warning(
-                    f'task {task.task_id} step {step}: the team_state seen is not a state '
-                    f'the robot can act on ({unusable}); going on from the last one it could')
-            self.step_pub.publish(StepResult(
-                header=_header(self.stamp()), task_id=task.task_id, step=step,
-                action=executed, corrected=corrected, state_changed=skill.state_changed,
-                message=skill.message))
-            goal_handle.publish_feedback(RunTask.Feedback(step=step + 1,
-                                                          corrections=corrections))
-            step += 1
-            index += 1
-            replan = rule.after_step(plan, index, before, state, corrected,
-                                     answered=correction is not None, failed=failed)
-            if replan is None or model.goal_reached(task, state):
-                continue
-            if replan == 'alone':
-                if not rule.alone:
-                    self.get_logger().warning(
-                        f'task {task.task_id}: nobody answered and the partner left its part '
-                        f'of the plan undone for {rule.idle_limit} steps; the robot plans '
-                        'the rest alone')
-                try:
-                    plan, index = self._plan(task, state, partner_id, alone=True), 0
-                    rule.alone = True
-                    continue
-                except TaskAbortedError as error:   # e.g. the partner holds an item
-                    self.get_logger().warning(f'task {task.task_id}: {error}; planning '
-                                              'under the belief instead')
-            elif not corrected and not failed:
-                self.get_logger().info(
-                    f'step {step - 1}: nobody answered and the world is not where the plan '
-                    'predicted; re-planning from the observed state')
-            plan, index = self._plan(task, state, partner_id), 0
-        outcome = conv.outcome_msg(task, partner_id, trajectory, decisions, corrections, True,
-                                  model.name, failed_steps)
-        message = (f'goal reached in {step} steps, {corrections} corrections in '
-                   f'{decisions} robot decisions')
-        self.get_logger().info(f'task {task.task_id}: {message}')
-        return RunTask.Result(outcome=outcome, success=True, message=message)
+        self._count_listeners(f'task {self.task_id}')
+
+    def announce(self, step: int, intended: str) -> Answer | None:
+        correction, self.announced = self._announce(self.task_id, self.attempt, step,
+                                                    intended)
+        return None if correction is None else Answer(correction.corrected_action,
+                                                      correction.sender)
+
+    def run_skill(self, step: int, action: str):
+        return self._execute_skill(self.task_id, self.attempt, step, action, self.announced)
+
+    def step_done(self, step: int, action: str, corrected: bool, skill, corrections: int
+                  ) -> None:
+        self.step_pub.publish(StepResult(
+            header=_header(self.stamp()), task_id=self.task_id, step=step, action=action,
+            corrected=corrected, state_changed=skill.state_changed, message=skill.message))
+        if self.goal_handle is not None:
+            self.goal_handle.publish_feedback(RunTask.Feedback(step=step + 1,
+                                                               corrections=corrections))
+
+    def check_cancel(self) -> None:
+        if self._cancel_requested():
+            raise TaskCanceledError()
 
     def _plan(self, task, state, partner_id: str, alone: bool = False) -> CorePlan:
         """A plan from ``state`` under the belief, or (``alone``) for a partner who does
@@ -466,7 +417,7 @@ class Executor(CecmNode):
             with self.locked():
                 correction, self.correction = self.correction, None
                 self.awaiting_step = None
-        self._check_cancel()
+        self.check_cancel()
         return correction, intent
 
     def _count_listeners(self, where: str) -> None:
@@ -526,7 +477,7 @@ class Executor(CecmNode):
                 self.skill_clients[kind], name, goal, f'step {step}: {action}',
                 self.server_wait, self.param('skill_timeout_s'), interrupt=interrupt)
         except WaitInterruptedError:
-            raise _CanceledError() from None
+            raise TaskCanceledError() from None
         except RuntimeError as error:
             raise TaskAbortedError(str(error)) from None
         if not result.success and not result.skill_failed:
@@ -543,13 +494,9 @@ class Executor(CecmNode):
                      else 'the world applied no joint step')
             raise TaskAbortedError(f'no team_state for task {task_id} step {step} within '
                               f'{self.param("state_timeout_s"):g} s ({where})')
-        self._check_cancel()
+        self.check_cancel()
         with self.locked():
             return self.team_states.steps(task_id)[step]
-
-    def _check_cancel(self) -> None:
-        if self._cancel_requested():
-            raise _CanceledError()
 
     def diagnostic_values(self) -> dict:
         """/diagnostics: the task it runs, the step whose answer it awaits, the intent."""
@@ -559,10 +506,6 @@ class Executor(CecmNode):
                 else self.awaiting_step,
                 'intent': self.intent,
                 'intent_listeners_short': self.listeners_short}
-
-
-class _CanceledError(Exception):
-    pass
 
 
 def _header(stamp):

@@ -8,6 +8,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from action_msgs.srv import CancelGoal
+from rcl_interfaces.srv import GetParameters
+from rclpy.parameter import parameter_value_to_python
 from rclpy.task import Future
 
 from cecm_ros.nodes.rclpy_compat import ActionClient
@@ -215,6 +218,63 @@ class PeerCalls:
             raise
         response = result_future.result()
         return response.status, response.result
+
+    def send_goal_when_accepted(self, client, name: str, goal, what: str, wait_s: float,
+                                timeout_s: float, interrupt: Callable[[], bool] | None = None):
+        """:meth:`send_action_goal`, for a server that runs one goal at a time. One that
+        rejects ours for being busy may still run a goal that nobody waits for any more
+        (a client that stopped sent it): that goal is canceled, and ours sent again, for
+        up to ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        canceled = False
+        while True:
+            try:
+                return self.send_action_goal(client, name, goal, what, wait_s, timeout_s,
+                                             interrupt=interrupt)
+            except GoalRejectedError:
+                if time.monotonic() >= deadline:
+                    raise
+                if not canceled:
+                    canceled = self.cancel_all_goals(name, what)
+                self.wait_until(lambda: False, 1.0)
+
+    def cancel_all_goals(self, name: str, what: str) -> bool:
+        """Ask the action server ``name`` to cancel all its goals (a zero goal id and
+        stamp); whether it answered."""
+        client = self.create_client(CancelGoal, f'{name}/_action/cancel_goal',
+                                    callback_group=self.group)
+        try:
+            response = self.call_service(client, CancelGoal.Request(), f'{what}: cancel',
+                                         5.0, 10.0)
+            self.get_logger().warning(f'{what}: {name} was busy with a goal nobody waits for; '
+                                      f'canceled {len(response.goals_canceling)} goal(s)')
+            return True
+        except RuntimeError as error:
+            self.get_logger().warning(f'{what}: could not cancel the goals of {name}: {error}')
+            return False
+        finally:
+            self.destroy_client(client)
+
+    def read_parameters(self, name: str, keys, wait_s: float, timeout_s: float,
+                        instead: str) -> dict:
+        """Parameters ``keys`` of the node ``name``, as Python values; empty, with a
+        warning that says what is done ``instead``, when it cannot be asked or does not
+        declare them all."""
+        client = self.create_client(GetParameters, f'{name}/get_parameters',
+                                    callback_group=self.group)
+        try:
+            response = self.call_service(client, GetParameters.Request(names=list(keys)),
+                                         f'reading the parameters of {name}', wait_s,
+                                         timeout_s)
+            if len(response.values) != len(keys):
+                raise RuntimeError(f'{name} does not declare all of {list(keys)}')
+            return {key: parameter_value_to_python(value)
+                    for key, value in zip(keys, response.values)}
+        except RuntimeError as error:
+            self.get_logger().warning(f'{error}; {instead}')
+            return {}
+        finally:
+            self.destroy_client(client)
 
     def _wait_answer(self, future: Future, timeout_s: float | None,
                      ready: Callable[[], bool], what: str,

@@ -15,35 +15,27 @@ that fails on its own is reported failed; a journal (``journal_dir``) lets a res
 task manager resume, and the estimator never counts a task twice.
 
 The session itself (the loop, task choice, retries, journal, summary) is the ROS-free
-:class:`~cecm_ros.session.runner.SessionRunner`, and the held-out metrics its observer
-(:mod:`cecm_ros.session.heldout`); this node is their
-:class:`~cecm_ros.session.port.GraphPort`: parameters, clients, topics and lifecycle.
+:class:`~cecm_ros.session.runner.SessionRunner`, the held-out metrics its observer
+(:mod:`cecm_ros.session.heldout`); this node is their GraphPort (parameters, clients,
+topics, lifecycle), with the estimator's side in :mod:`cecm_ros.nodes.estimator_client`.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from functools import wraps
 
 from action_msgs.msg import GoalStatus
-from action_msgs.srv import CancelGoal
-from lifecycle_msgs.msg import State
 from rcl_interfaces.msg import ParameterType
-from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.parameter import parameter_value_to_python
 
-from cecm_ros.action import EstimateCapabilities, RunTask
-from cecm_ros.core.domain import NOOP, Task
+from cecm_ros.action import RunTask
 from cecm_ros.core.domain import JointPlan as CorePlan
-from cecm_ros.core.errors import CecmError
-from cecm_ros.core.partners import PartnerBehaviour, steps_off_plan
+from cecm_ros.core.domain import Task
 from cecm_ros.domains import planner_for
 from cecm_ros.experiments.experiment import TASK_CHOICES, TaskResult
 from cecm_ros.msg import (
-    CapabilityBelief,
     GraphStatus,
     JointPlan,
     TaskOutcome,
@@ -57,7 +49,6 @@ from cecm_ros.nodes.common import (
     QOS_LATCHED,
     QOS_TEAM_STATE,
     CecmNode,
-    GoalRejectedError,
     SafeActionClient,
     StopRequestedError,
     WaitInterruptedError,
@@ -67,11 +58,13 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
-from cecm_ros.session.estimator_parameters import NODE_PARAMETERS
+from cecm_ros.nodes.estimator_client import (
+    EstimatorClient,
+    goal_status_name,
+)
 from cecm_ros.session.graph import (
     GraphView,
     Mark,
-    NodeStatus,
     graph_changed,
     graph_mark,
     task_nodes_active,
@@ -87,11 +80,14 @@ from cecm_ros.session.port import (
     TaskFailedError,
     TaskRun,
 )
-from cecm_ros.session.records import SessionJournal, load_tasks
+from cecm_ros.session.records import (
+    SessionJournal,
+    load_tasks,
+    partner_plan_note,
+    who_follows_no_plan,
+)
 from cecm_ros.session.runner import RunNumbers, SessionRunner, SessionSettings
-from cecm_ros.srv import RankTasks, ResetWorld, SessionProgress, StartTasks
-
-ESTIMATOR_PARAMETERS = ('method', 'seed', *NODE_PARAMETERS)
+from cecm_ros.srv import ResetWorld, StartTasks
 
 
 def _port(method: Callable) -> Callable:
@@ -138,11 +134,6 @@ class TaskManager(CecmNode):
                      'Candidates per choice with informative task choice (generated: the '
                      'next task and more from a second generator; tasks_file: the next '
                      'remaining tasks of the file)', low=1, high=100)
-        self.declare('rank_service', 'capability_estimator/rank_tasks',
-                     'RankTasks service that scores candidate tasks', check=ros_name())
-        self.declare('progress_service', 'capability_estimator/session_progress',
-                     "SessionProgress service: which of a session's tasks are applied",
-                     check=ros_name())
         self.declare('graph_status_topic', 'lifecycle_manager/graph_status',
                      "The lifecycle manager's GraphStatus ('' = no manager: every failed task "
                      'counts as failed)', check=ros_name(optional=True))
@@ -152,6 +143,7 @@ class TaskManager(CecmNode):
                      '(the loss of any other node interrupts it)',
                      ParameterType.PARAMETER_STRING_ARRAY)
         self.declare_plan_store()
+        EstimatorClient.declare_parameters(self)
         self.declare('heldout_tasks', 40,
                      'Held-out tasks on which the plan under each new estimate is compared '
                      'with the plan under the TRUE capabilities (metrics only; 0 = off)',
@@ -166,11 +158,6 @@ class TaskManager(CecmNode):
                      check=ros_name())
         self.declare('run_task_action', 'executor/run_task', 'RunTask action server',
                      check=ros_name())
-        self.declare('estimate_action', 'capability_estimator/estimate',
-                     'EstimateCapabilities action server', check=ros_name())
-        self.declare('estimator_node', 'capability_estimator',
-                     'Node whose parameters (method, samples, ...) go into the summary',
-                     check=ros_name())
         self.declare('partner_node', 'simulated_human',
                      'Simulated partner whose forgo_probability and partner_behaviour go '
                      "into the summary ('' = none, e.g. a real person)",
@@ -182,8 +169,6 @@ class TaskManager(CecmNode):
                      low=0.0, high=3600.0)
         self.declare('task_timeout_s', 600.0, 'How long one RunTask may take', low=1.0,
                      high=86_400.0)
-        self.declare('estimate_timeout_s', 1800.0, 'How long one belief update may take',
-                     low=1.0, high=86_400.0)
         self.declare('message_timeout_s', 30.0,
                      'How long to wait for a belief, partner plan or team state message, and for '
                      "the estimator's and partner's parameters (for the summary)",
@@ -201,11 +186,10 @@ class TaskManager(CecmNode):
                      'report a lost node before calling the failure genuine', low=0.0,
                      high=600.0)
         self.running = False
-        self.belief: CapabilityBelief | None = None
         self.state_task = ''
         self.robot_plans: dict[str, JointPlan] = {}
         self.human_plans: dict[str, JointPlan] = {}
-        self.played_by_person: str | None = None   # asked of the partner node when needed
+        self.played_by: str | None = None   # who_follows_no_plan, asked when needed
         self.task_reports: dict[int, TaskReport] = {}
         self.start_timer = None
         self.graph: GraphStatus | None = None
@@ -236,37 +220,25 @@ class TaskManager(CecmNode):
             ending=self.stopping.is_set, background=lower_priority)
         self.runner = SessionRunner(self.model, self.truth, self, self.get_logger(),
                                     [self.heldout], self.journals, self.runs)
-        self.rank_client = self.create_client(RankTasks, self.param('rank_service'),
-                                              callback_group=self.group)
-        self.progress_client = self.create_client(SessionProgress,
-                                                  self.param('progress_service'),
-                                                  callback_group=self.group)
+        self.estimator = EstimatorClient(self, self.model, self.partner_id)
         self.reset_client = self.create_client(ResetWorld, self.param('reset_service'),
                                                callback_group=self.group)
         self.run_client = SafeActionClient(self, RunTask, self.param('run_task_action'),
                                            callback_group=self.group)
-        self.estimate_client = SafeActionClient(self, EstimateCapabilities,
-                                                self.param('estimate_action'),
-                                                callback_group=self.group)
         self.request_pub = self.create_lifecycle_publisher(TaskRequest, 'task/request',
                                                            QOS_LATCHED)
         self.report_pub = self.create_lifecycle_publisher(TaskReport, '~/task_report',
                                                           QOS_HISTORY)
         self._entities = [
-            self.rank_client, self.progress_client, self.reset_client, self.run_client,
-            self.estimate_client, self.request_pub, self.report_pub,
-            self.create_subscription(CapabilityBelief, 'capability_belief',
-                                     self.guarded(self._on_belief, 'capability_belief'),
-                                     QOS_LATCHED, callback_group=self.group),
+            *self.estimator.entities, self.reset_client, self.run_client, self.request_pub,
+            self.report_pub,
             self.create_subscription(TeamState, 'team_state',
                                      self.guarded(self._on_team_state, 'team_state'),
                                      QOS_TEAM_STATE, callback_group=self.group),
-            self.create_subscription(JointPlan, 'robot/joint_plan',
-                                     self.guarded(self._on_robot_plan, 'robot/joint_plan'),
-                                     QOS_LATCHED, callback_group=self.group),
-            self.create_subscription(JointPlan, 'human/joint_plan',
-                                     self.guarded(self._on_human_plan, 'human/joint_plan'),
-                                     QOS_LATCHED, callback_group=self.group),
+            *(self.create_subscription(JointPlan, topic, self._first_plan(plans, topic),
+                                       QOS_LATCHED, callback_group=self.group)
+              for topic, plans in (('robot/joint_plan', self.robot_plans),
+                                   ('human/joint_plan', self.human_plans))),
             self.create_service(StartTasks, '~/start',
                                 self.guarded_service(self._on_start, 'start'),
                                 callback_group=self.group),
@@ -286,10 +258,7 @@ class TaskManager(CecmNode):
         """The peers a session needs must be there before one starts."""
         peers = [(self.param('reset_service'), self.reset_client.service_is_ready),
                  (self.param('run_task_action'), self.run_client.server_is_ready),
-                 (self.param('estimate_action'), self.estimate_client.server_is_ready),
-                 (self.param('progress_service'), self.progress_client.service_is_ready)]
-        if self.task_choice == 'informative':
-            peers.append((self.param('rank_service'), self.rank_client.service_is_ready))
+                 *self.estimator.peers(ranking=self.task_choice == 'informative')]
         self.wait_for_peers(peers, self.param('server_wait_s'))
         if self.param('autostart_tasks'):
             if self.running:
@@ -311,24 +280,6 @@ class TaskManager(CecmNode):
         super().teardown()
 
     # ------------------------------------------------------------------- topics
-    def _on_belief(self, msg: CapabilityBelief) -> None:
-        """Only a well-formed, current belief about this session's partner is taken."""
-        try:
-            conv.estimate_from_belief_msg(self.model.catalog, msg)
-            if msg.partner_id != self.partner_id:
-                raise conv.MessageError(f'it is about partner {msg.partner_id!r}, the '
-                                        f'session is about {self.partner_id!r}')
-        except conv.MessageError as error:
-            self.get_logger().warning(f'ignoring belief: {error}')
-            return
-        with self.locked():
-            if self.belief is not None and conv.stamped_before(msg, self.belief):
-                self.get_logger().warning(f'ignoring belief after {msg.tasks_seen} tasks: '
-                                          'older than the one held (out of order)')
-                return
-            self.belief = msg
-        self.notify()
-
     def _on_team_state(self, msg: TeamState) -> None:
         """Record the running task's states by the rules the executor keeps them by
         (:class:`~cecm_ros.nodes.conversions.TeamStates`). Its record starts at its own
@@ -343,29 +294,20 @@ class TaskManager(CecmNode):
             return
         self.notify()
 
-    def _plan_is_valid(self, msg: JointPlan, topic: str) -> bool:
-        try:
-            conv.plan_from_msg(self.model, msg)
-        except conv.MessageError as error:
-            self.get_logger().warning(f'ignoring plan on {topic}: {error}')
-            return False
-        return True
-
-    def _on_robot_plan(self, msg: JointPlan) -> None:
-        if not self._plan_is_valid(msg, 'robot/joint_plan'):
-            return
-        with self.locked():
-            self.robot_plans.setdefault(msg.task_id, msg)   # the first plan of a task
-        self.notify()
-
-    def _on_human_plan(self, msg: JointPlan) -> None:
-        if not self._plan_is_valid(msg, 'human/joint_plan'):
-            return
-        with self.locked():
-            # The first, as for the robot: a partner that re-plans mid-task (nobody
-            # enforced its plan) publishes its plan again, with the steps taken in front.
-            self.human_plans.setdefault(msg.task_id, msg)
-        self.notify()
+    def _first_plan(self, plans: dict[str, JointPlan], topic: str) -> Callable:
+        """A callback that keeps the first well-formed plan of each task on ``topic``: a
+        partner that re-plans mid-task (nobody enforced its plan) publishes its plan
+        again, with the steps taken in front."""
+        def keep(msg: JointPlan) -> None:
+            try:
+                conv.plan_from_msg(self.model, msg)
+            except conv.MessageError as error:
+                self.get_logger().warning(f'ignoring plan on {topic}: {error}')
+                return
+            with self.locked():
+                plans.setdefault(msg.task_id, msg)
+            self.notify()
+        return self.guarded(keep, topic)
 
     def _on_graph_status(self, msg: GraphStatus) -> None:
         with self.locked():
@@ -447,11 +389,7 @@ class TaskManager(CecmNode):
     def _graph_view(self) -> GraphView | None:
         with self.locked():
             msg = self.graph
-        if msg is None:
-            return None
-        return GraphView(msg.mode, (msg.manager_started.sec, msg.manager_started.nanosec),
-                         tuple(NodeStatus(n.name, n.state == State.PRIMARY_STATE_ACTIVE,
-                                          n.responsive, n.recoveries) for n in msg.nodes))
+        return None if msg is None else conv.graph_view_from_msg(msg)
 
     def graph_mark(self) -> Mark | None:
         return graph_mark(self._graph_view())
@@ -499,21 +437,12 @@ class TaskManager(CecmNode):
 
     @_port
     def applied_tasks(self, session_id: str) -> dict[int, str]:
-        response = self.call_service(self.progress_client,
-                                     SessionProgress.Request(session_id=session_id),
-                                     f'session {session_id}: progress',
-                                     self.param('server_wait_s'), 30.0, resend_s=5.0)
-        if not response.success:
-            raise SessionError(f'session {session_id}: {response.message}')
-        return dict(zip((int(i) for i in response.task_indices), response.task_ids))
+        return self.estimator.applied_tasks(session_id)
 
     @_port
     def estimator_settings(self) -> dict:
         """The estimator's (and partner's) parameters, for the summary."""
-        values = {'method': 'cecm', 'seed': 0, **NODE_PARAMETERS, 'forgo_probability': 0.0}
-        name = self.param('estimator_node')
-        values.update(self._remote_parameters(name, ESTIMATOR_PARAMETERS))
-        values['source'] = name if 'samples' in values else 'defaults'
+        values = {**self.estimator.read_settings(), 'forgo_probability': 0.0}
         partner = self.param('partner_node')
         if partner:
             values.update(self._remote_parameters(partner, ('forgo_probability',
@@ -522,68 +451,23 @@ class TaskManager(CecmNode):
         return values
 
     def _remote_parameters(self, name: str, keys) -> dict:
-        """Parameters of another node (empty with a warning when it cannot be asked)."""
-        client = self.create_client(GetParameters, f'{name}/get_parameters',
-                                    callback_group=self.group)
-        try:
-            response = self.call_service(client, GetParameters.Request(names=list(keys)),
-                                         f'reading the parameters of {name}',
-                                         self.param('server_wait_s'),
-                                         self.param('message_timeout_s'))
-            if len(response.values) != len(keys):
-                raise RuntimeError(f'{name} does not declare all of {list(keys)}')
-            return {key: parameter_value_to_python(value)
-                    for key, value in zip(keys, response.values)}
-        except RuntimeError as error:
-            self.get_logger().warning(f'{error}; the summary records defaults instead')
-            return {}
-        finally:
-            self.destroy_client(client)
+        return self.read_parameters(name, keys, self.param('server_wait_s'),
+                                    self.param('message_timeout_s'),
+                                    'the summary records defaults instead')
 
     def current_belief(self) -> Belief | None:
-        with self.locked():
-            belief = self.belief
-        return None if belief is None else self._belief(belief)
+        return self.estimator.current_belief()
 
     @_port
     def initial_belief(self) -> Belief:
-        return self._belief(self._wait_belief(0, 'the initial belief'))
-
-    def _belief(self, msg: CapabilityBelief) -> Belief:
-        return Belief(estimate=conv.estimate_from_belief_msg(self.model.catalog, msg),
-                      theta=tuple(msg.theta), tasks_seen=msg.tasks_seen, method=msg.method,
-                      status=tuple(msg.status), confounded_with=tuple(msg.confounded_with),
-                      report=tuple(conv.report_from_belief_msg(msg)),
-                      lines=tuple(conv.report_lines(msg)))
-
-    def _wait_belief(self, tasks_seen: int, what: str, fallback=None) -> CapabilityBelief:
-        def arrived() -> bool:
-            return self.belief is not None and self.belief.tasks_seen >= tasks_seen
-
-        if self.wait_until(arrived, self.param('message_timeout_s')):
-            with self.locked():
-                return self.belief
-        if fallback is not None and fallback.capability_names:
-            self.get_logger().warning(f'{what} did not arrive on capability_belief; using '
-                                      'the one in the update result')
-            return fallback
-        raise SessionError(f'{what} did not arrive on capability_belief within '
-                           f'{self.param("message_timeout_s"):g} s')
+        return self.estimator.wait_belief(0, 'the initial belief')
 
     @_port
     def rank_tasks(self, label: str, candidates: Sequence[Task]) -> Ranking:
-        request = RankTasks.Request(candidates=[
-            conv.task_msg(t, self.partner_id, domain=self.model.name) for t in candidates])
         before = self.graph_mark()
         estimator = self.param('estimator_node')
-        response = self.call_service(
-            self.rank_client, request, f'{label}: rank_tasks', self.param('server_wait_s'),
-            self.param('estimate_timeout_s'),
-            interrupt=lambda: self._graph_changed(before, estimator), resend_s=60.0)
-        if not response.success or response.best >= len(candidates):
-            raise SessionError(f'{label}: the candidates could not be ranked: '
-                               f'{response.message}')
-        return Ranking(int(response.best), float(response.information[response.best]))
+        return self.estimator.rank_tasks(
+            label, candidates, interrupt=lambda: self._graph_changed(before, estimator))
 
     @_port
     def reset_world(self, label: str, task: Task, attempt: int) -> None:
@@ -608,15 +492,15 @@ class TaskManager(CecmNode):
             self.get_logger().warning(f'{label}: no partner plan on human/joint_plan; '
                                       'running the task anyway')
         # A node lost while the task runs ends the run at once (the task runs again).
-        status, run = self._send_when_accepted(
+        status, run = self.send_goal_when_accepted(
             self.run_client, self.param('run_task_action'), RunTask.Goal(task=request),
-            f'{label}: run_task', self.param('task_timeout_s'),
+            f'{label}: run_task', self.param('server_wait_s'), self.param('task_timeout_s'),
             interrupt=lambda: self._graph_changed(mark))
         if status != GoalStatus.STATUS_SUCCEEDED or not run.success:
             failure = TaskFailedError if status == GoalStatus.STATUS_SUCCEEDED or not \
                 run.retry else SessionError
             raise failure(f'{label}: the executor did not finish the task: '
-                          f'{run.message or _status_name(status)}')
+                          f'{run.message or goal_status_name(status)}')
         outcome = run.outcome
         trajectory = self._recorded_trajectory(label, task.task_id, outcome)
         self._check_partner_plan_followed(label, task.task_id, trajectory)
@@ -628,61 +512,11 @@ class TaskManager(CecmNode):
     def update_belief(self, label: str, task: Task, index: int, session_id: str, run: TaskRun,
                       mark: Mark | None, seen: int) -> BeliefUpdate:
         outcome, trajectory = run.evidence
-        goal = EstimateCapabilities.Goal(outcome=TaskOutcome(
-            domain=self.model.name, task_id=task.task_id, partner_id=self.partner_id,
-            session_id=session_id, task_index=index, goal_propositions=sorted(task.goal),
-            initial_propositions=sorted(task.initial),
-            trajectory=trajectory, robot_failed_steps=list(outcome.robot_failed_steps),
-            robot_actions=outcome.robot_actions,
-            corrections=outcome.corrections, goal_reached=outcome.goal_reached))
         # Only the estimator's own loss ends this wait: an update does not depend on the
         # other nodes, and a goal of a server that died is never answered.
-        status, update = self._send_when_accepted(
-            self.estimate_client, self.param('estimate_action'), goal, f'{label}: estimate',
-            self.param('estimate_timeout_s'),
+        return self.estimator.update_belief(
+            label, task, index, session_id, outcome, trajectory, seen,
             interrupt=lambda: self._graph_changed(mark, self.param('estimator_node')))
-        if status != GoalStatus.STATUS_SUCCEEDED:
-            failure = SessionError if update.retry else TaskFailedError
-            raise failure(f'{label}: the belief update failed: '
-                          f'{update.message or _status_name(status)}')
-        belief = self._wait_belief(max(seen, update.belief.tasks_seen), 'the updated belief',
-                                   fallback=update.belief)
-        return BeliefUpdate(self._belief(belief), update.samples_accepted, update.message)
-
-    def _send_when_accepted(self, client, name: str, goal, what: str, timeout_s: float,
-                            interrupt=None):
-        """Send an action goal. A server that rejects it for being busy still runs a goal
-        that nobody waits for any more (a task manager that stopped sent it): that goal
-        is canceled, and ours sent again, for up to server_wait_s."""
-        deadline = time.monotonic() + self.param('server_wait_s')
-        canceled = False
-        while True:
-            try:
-                return self.send_action_goal(client, name, goal, what,
-                                             self.param('server_wait_s'), timeout_s,
-                                             interrupt=interrupt)
-            except GoalRejectedError:
-                if time.monotonic() >= deadline:
-                    raise
-                if not canceled:
-                    canceled = self._cancel_all_goals(name, what)
-                self.wait_until(lambda: False, 1.0)
-
-    def _cancel_all_goals(self, name: str, what: str) -> bool:
-        """Ask an action server to cancel all its goals (a zero goal id and stamp)."""
-        client = self.create_client(CancelGoal, f'{name}/_action/cancel_goal',
-                                    callback_group=self.group)
-        try:
-            response = self.call_service(client, CancelGoal.Request(), f'{what}: cancel',
-                                         5.0, 10.0)
-            self.get_logger().warning(f'{what}: {name} was busy with a goal nobody waits for; '
-                                      f'canceled {len(response.goals_canceling)} goal(s)')
-            return True
-        except RuntimeError as error:
-            self.get_logger().warning(f'{what}: could not cancel the goals of {name}: {error}')
-            return False
-        finally:
-            self.destroy_client(client)
 
     def _recorded_trajectory(self, label: str, task_id: str, outcome: TaskOutcome):
         """The team states 0..H this node recorded (H from the executor's outcome)."""
@@ -701,56 +535,28 @@ class TaskManager(CecmNode):
         return list(outcome.trajectory)
 
     def _check_partner_plan_followed(self, label: str, task_id: str, trajectory) -> None:
-        """CE-CM assumes the team followed the partner's plan (the partner enforces it).
-        A simulated partner publishes that plan: say when the task went otherwise (nobody
-        answered for a partner that leaves the answers to a person), since its evidence
-        may then mislead the belief. Without a partner plan (a person) nothing is known."""
+        """Say when the task went otherwise than the simulated partner's published plan
+        (:func:`~cecm_ros.session.records.partner_plan_note`); without one (a person)
+        nothing is known."""
         with self.locked():
             msg = self.human_plans.get(task_id)
         if msg is None:
             return
         try:
             plan = conv.plan_from_msg(self.model, msg)
-            executed = [(conv.canonical_action(self.model, s.robot_action or NOOP, 'robot'),
-                         conv.canonical_action(self.model, s.human_action or NOOP, 'human'))
-                        for s in trajectory[1:]]
+            executed = conv.executed_steps(self.model, trajectory)
         except conv.MessageError as error:
             self.get_logger().warning(f'{label}: cannot compare the steps taken with the '
                                       f"partner's plan: {error}")
             return
-        off = steps_off_plan(plan, executed)
-        who = self._partner_follows_no_plan()
-        if off and who:
-            self.get_logger().info(
-                f'{label}: {who} played {off} of {max(len(executed), len(plan.steps))} '
-                "steps otherwise than the simulated partner's reference plan (it need not "
-                'follow it)')
-        elif off:
-            self.get_logger().warning(
-                f"{label}: {off} of {max(len(executed), len(plan.steps))} steps were not the "
-                "partner's plan: nobody enforced it (answer for a simulated partner). "
-                "CE-CM assumes they were, so this task's evidence may mislead the belief")
-
-    def _partner_follows_no_plan(self) -> str:
-        """Who plays the partner when it follows no plan of the robot's model: 'the
-        person' (play mode: partner_behaviour person) or 'the <behaviour> partner' (a
-        partner of another decision rule: greedy, a plug-in); '' otherwise. Asked of the
-        partner node once."""
-        if self.played_by_person is None:
+        if self.played_by is None:   # asked of the partner node once
             partner = self.param('partner_node')
             values = self._remote_parameters(partner, ('partner_behaviour',)) if partner \
                 else {}
-            text = str(values.get('partner_behaviour', '')).strip()
-            self.played_by_person = ''
-            if text == 'person':
-                self.played_by_person = 'the person'
-            elif text:
-                try:
-                    if not PartnerBehaviour.parse(text).plan_based:
-                        self.played_by_person = f'the {text} partner'
-                except CecmError:
-                    pass
-        return self.played_by_person
+            self.played_by = who_follows_no_plan(str(values.get('partner_behaviour', '')))
+        warn, line = partner_plan_note(label, plan, executed, self.played_by)
+        if line:
+            (self.get_logger().warning if warn else self.get_logger().info)(line)
 
     def first_plans(self, label: str, task: Task) -> tuple[CorePlan, CorePlan]:
         with self.locked():
@@ -784,12 +590,6 @@ class TaskManager(CecmNode):
             report.heldout_agreement = float(result.heldout_agreement)
             report.header.stamp = self.stamp()
             self.report_pub.publish(report)
-
-
-def _status_name(status: int) -> str:
-    names = {GoalStatus.STATUS_ABORTED: 'aborted', GoalStatus.STATUS_CANCELED: 'canceled',
-             GoalStatus.STATUS_SUCCEEDED: 'succeeded'}
-    return f'goal {names.get(status, f"status {status}")}'
 
 
 def main(args=None) -> int:

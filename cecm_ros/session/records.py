@@ -25,7 +25,7 @@ from cecm_ros.core.domain import Domain, JointPlan, Task
 from cecm_ros.core.errors import CecmError, ConfigError
 from cecm_ros.core.estimator import EstimatorSettings
 from cecm_ros.core.metrics import HeldoutPool
-from cecm_ros.core.partners import TaskRecord
+from cecm_ros.core.partners import PartnerBehaviour, TaskRecord, steps_off_plan
 from cecm_ros.experiments.experiment import (
     ExperimentSettings,
     TaskResult,
@@ -107,6 +107,40 @@ def load_tasks(model: Domain, path: str | Path) -> list[Task]:
     if len(set(ids)) != len(ids):
         raise ConfigError(f'{path}: task ids must be unique, got {ids}')
     return tasks
+
+
+def who_follows_no_plan(behaviour: str) -> str:
+    """Who plays a partner of ``behaviour`` (a partner node's parameter) when it follows
+    no plan of the robot's model: 'the person' (play mode), 'the <behaviour> partner'
+    (another decision rule: greedy, a plug-in), '' for a partner that plans like the
+    robot or a behaviour that cannot be read."""
+    text = behaviour.strip()
+    if text == 'person':
+        return 'the person'
+    try:
+        if text and not PartnerBehaviour.parse(text).plan_based:
+            return f'the {text} partner'
+    except CecmError:
+        pass
+    return ''
+
+
+def partner_plan_note(label: str, plan: JointPlan, executed: list[tuple[str, str]],
+                      who: str) -> tuple[bool, str]:
+    """What to say when a task went otherwise than the simulated partner's plan: CE-CM
+    assumes the team followed it (the partner enforces it), so the task's evidence may
+    mislead the belief, unless ``who`` (:func:`who_follows_no_plan`) never meant to
+    follow it. (whether it is a warning, the line); (False, '') when the plan was kept."""
+    off = steps_off_plan(plan, executed)
+    if not off:
+        return False, ''
+    total = max(len(executed), len(plan.steps))
+    if who:
+        return False, (f'{label}: {who} played {off} of {total} steps otherwise than the '
+                       "simulated partner's reference plan (it need not follow it)")
+    return True, (f"{label}: {off} of {total} steps were not the partner's plan: nobody "
+                  'enforced it (answer for a simulated partner). CE-CM assumes they were, '
+                  "so this task's evidence may mislead the belief")
 
 
 class SessionJournal:
