@@ -14,6 +14,7 @@ this works for any domain.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -90,3 +91,14 @@ def choose_task(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, 
         raise PlannerTimeoutError(f'every one of the {len(candidates)} candidate tasks has '
                                   'a search that timed out; none can be ranked')
     return TaskChoice(int(np.nanargmax(gains)), gains, skipped)
+
+
+def ranking_key(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
+                epsilon: float) -> str:
+    """What a ranking depends on: the candidates, the hypotheses and epsilon (the same
+    key, the same choice; a ranking asked for again may wait for the one at work)."""
+    digest = hashlib.sha1(repr(([(t.task_id, t.key) for t in candidates],
+                                epsilon)).encode())
+    digest.update(vectors.tobytes())
+    digest.update(weights.tobytes())
+    return digest.hexdigest()

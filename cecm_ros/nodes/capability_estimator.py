@@ -15,7 +15,6 @@ memory and in the store, exactly as it was.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -32,7 +31,7 @@ from cecm_ros.core.hypotheses import evaluator_for
 from cecm_ros.core.likelihood import likelihood_help
 from cecm_ros.core.partner_store import LogEntry, PartnerStore
 from cecm_ros.core.storage import write_atomically
-from cecm_ros.core.task_choice import choose_task
+from cecm_ros.core.task_choice import choose_task, ranking_key
 from cecm_ros.domains import planner_for
 from cecm_ros.msg import CapabilityBelief as CapabilityBeliefMsg
 from cecm_ros.nodes import conversions as conv
@@ -430,7 +429,7 @@ class CapabilityEstimator(CecmNode):
             vectors, weights = estimator.hypotheses()
             epsilon = estimator.belief.settings.epsilon
             choice = self._rank_once(
-                _ranking_key(candidates, vectors, weights, epsilon),
+                ranking_key(candidates, vectors, weights, epsilon),
                 lambda: choose_task(candidates, vectors, weights, self.evaluator, epsilon))
         except (CecmError, ValueError) as error:
             response.success, response.message = False, str(error)
@@ -582,15 +581,6 @@ def _expand(path: str) -> str:
     from os.path import expanduser
 
     return expanduser(path.strip())
-
-
-def _ranking_key(candidates, vectors, weights, epsilon: float) -> str:
-    """What a ranking depends on: the candidates, the hypotheses and epsilon."""
-    digest = hashlib.sha1(repr(([(t.task_id, t.key) for t in candidates],
-                                epsilon)).encode())
-    digest.update(vectors.tobytes())
-    digest.update(weights.tobytes())
-    return digest.hexdigest()
 
 
 def main(args=None) -> int:

@@ -27,7 +27,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 
 import rclpy
 from lifecycle_msgs.msg import State, Transition
@@ -48,6 +47,7 @@ from cecm_ros.nodes.common import QOS_LATCHED, leave, ros_name
 from cecm_ros.nodes.diagnostics import ERROR, OK, STALE, WARN, NodeDiagnostics, diagnostic_status
 from cecm_ros.nodes.logs import BoundedLogging
 from cecm_ros.nodes.parameters import DeclaredParameters
+from cecm_ros.session.managed_nodes import LABELS, ErrorLines, ManagedNode, graph_mode
 from cecm_ros.srv import ManageNodes
 
 DEFAULT_NODES = ['world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -67,35 +67,15 @@ STEPS = {
                                                   State.PRIMARY_STATE_UNCONFIGURED,
                                                   State.PRIMARY_STATE_FINALIZED),
 }
-LABELS = {State.PRIMARY_STATE_UNCONFIGURED: 'unconfigured',
-          State.PRIMARY_STATE_INACTIVE: 'inactive', State.PRIMARY_STATE_ACTIVE: 'active',
-          State.PRIMARY_STATE_FINALIZED: 'finalized'}
 COMMANDS = {ManageNodes.Request.STARTUP: 'startup', ManageNodes.Request.PAUSE: 'pause',
             ManageNodes.Request.RESUME: 'resume', ManageNodes.Request.RESET: 'reset',
             ManageNodes.Request.SHUTDOWN: 'shutdown'}
-MAX_RETRY_DELAY_S = 30.0
 # A get_state request unanswered this long is sent again (its answer may be lost).
 STATE_ATTEMPT_S = 1.0
 # How long a refused transition waits for the node's own error line on /rosout (the node
 # logs it before it answers, but on another topic, which may be delivered a bit later).
 ERROR_WAIT_S = 1.0
-
-
-@dataclass
-class _Tracked:
-    """What the manager knows of one node."""
-
-    state: int = 0
-    responsive: bool = False
-    misses: int = 0
-    last_answer: float = 0.0
-    recoveries: int = 0
-    was_active: bool = False       # reached active once: later returns are recoveries
-    lost: bool = False             # reported lost since it last was active
-    failures: int = 0              # failed bring-up attempts in a row
-    next_attempt: float = 0.0
-    reason: str = ''               # why the last transition failed
-    gave_up: bool = False          # bring_up_attempts used up: left as it is
+LEVELS = {'ok': OK, 'warn': WARN, 'error': ERROR, 'stale': STALE}
 
 
 class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node):
@@ -146,14 +126,13 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
                                              callback_group=group) for n in self.names}
         self.get = {n: self.create_client(GetState, f'{n}/get_state', callback_group=group)
                     for n in self.names}
-        self.nodes = {name: _Tracked() for name in self.names}
+        self.nodes = {name: ManagedNode() for name in self.names}
         self.exit_code = 0
         # Each managed node's latest ERROR line on /rosout (when heard, text): its own
         # words for why a transition failed. Logger names are the nodes' full names.
         self._loggers = {self._full_name(n).lstrip('/').replace('/', '.'): n
                          for n in self.names}
-        self._errors: dict[str, tuple[float, str]] = {}
-        self._heard = threading.Condition()
+        self.errors = ErrorLines()
         self.create_subscription(Log, '/rosout', self._on_rosout,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
                                  callback_group=group)
@@ -179,22 +158,8 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
     def _on_rosout(self, msg: Log) -> None:
         """Keep a managed node's error lines: the reason its configure or activate failed."""
         name = self._loggers.get(msg.name)
-        if name is None or msg.level < Log.ERROR:
-            return
-        with self._heard:
-            self._errors[name] = (time.monotonic(), msg.msg)
-            self._heard.notify_all()
-
-    def their_error(self, name: str, since: float, wait_s: float) -> str:
-        """The node's own latest error line heard after ``since`` (waiting up to
-        ``wait_s`` for it); '' when it said nothing."""
-        def heard() -> bool:
-            return name in self._errors and self._errors[name][0] >= since
-
-        with self._heard:
-            if self._heard.wait_for(heard, wait_s):
-                return self._errors[name][1]
-        return ''
+        if name is not None and msg.level >= Log.ERROR:
+            self.errors.heard(name, msg.msg)
 
     # ------------------------------------------------------------------- calls
     def _call(self, client, request, timeout_s: float, interruptible: bool = True):
@@ -269,7 +234,7 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
                 self.get_logger().error(f'{name}: {node.reason}')
             return False
         if not response.success:
-            said = self.their_error(name, started, ERROR_WAIT_S)
+            said = self.errors.since(name, started, ERROR_WAIT_S)
             node.reason = f'{label} failed; its log: {said}' if said else \
                 f'{label} failed (its log says why)'
             self.get_logger().error(f'{name}: {node.reason}')
@@ -394,7 +359,7 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
             return False, 'startup refused: ' + '; '.join(self.parameter_errors)
         if command == ManageNodes.Request.STARTUP:
             for node in self.nodes.values():   # a node given up on is tried afresh
-                node.failures, node.gave_up, node.next_attempt = 0, False, 0.0
+                node.afresh()
             ok = self.startup()
         elif command == ManageNodes.Request.PAUSE:
             self.mode = 'paused'
@@ -476,26 +441,15 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
     def _note(self, name: str, state: int | None, now: float) -> None:
         node = self.nodes[name]
         if state is None:
-            node.misses += 1
-            if node.responsive and node.misses >= self.value('heartbeat_misses'):
-                node.responsive = False
-                node.lost = True
+            if node.missed(self.value('heartbeat_misses')):
                 self.get_logger().warning(
                     f'{name}: no answer to {node.misses} heartbeats (died or hangs); it is '
                     'brought back when it answers again')
             return
-        if not node.responsive and node.lost:
+        if node.answered(state, now):
             self.get_logger().info(f'{name}: answers again ({LABELS.get(state, state)})')
-        node.responsive, node.misses, node.last_answer, node.state = True, 0, now, state
-        if state == State.PRIMARY_STATE_ACTIVE:
-            if node.lost and node.was_active:
-                node.recoveries += 1
-            node.lost, node.failures, node.was_active = False, 0, True
-            node.gave_up = False
-            return
-        if node.was_active:
-            node.lost = True    # it left active (a respawned process starts unconfigured)
-        if self.mode != 'active' or not self.value('recover'):
+        if state == State.PRIMARY_STATE_ACTIVE or self.mode != 'active' or \
+                not self.value('recover'):
             return
         if state not in (State.PRIMARY_STATE_UNCONFIGURED, State.PRIMARY_STATE_INACTIVE):
             if state == State.PRIMARY_STATE_FINALIZED and node.failures == 0:
@@ -503,14 +457,11 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
                 self.get_logger().error(f'{name} is finalized; only a new process of it can '
                                         'be brought back')
             return
-        if now < node.next_attempt or node.gave_up:
+        if not node.due(now):
             return
         self.get_logger().warning(f'{name} is {LABELS[state]}: bringing it back to active')
         if self.bring_up(name, self.value('transition_timeout_s')):
-            node.state = State.PRIMARY_STATE_ACTIVE
-            if node.was_active:
-                node.recoveries += 1
-            node.lost, node.failures, node.was_active = False, 0, True
+            node.became_active()
             self.get_logger().info(f'{name}: back to active (recovery {node.recoveries})')
         else:
             self._failed(name)
@@ -522,20 +473,17 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
         if self.stop.is_set():
             return   # cut short by a stop request: no failure of the node's
         node = self.nodes[name]
-        node.failures += 1
         limit = self.value('bring_up_attempts')
-        if 0 < limit <= node.failures:
+        delay = node.failed(limit, time.monotonic())
+        if delay is None:
             self._give_up(name)
             return
-        delay = min(MAX_RETRY_DELAY_S, 2.0 ** node.failures)
-        node.next_attempt = time.monotonic() + delay
         self.get_logger().warning(f'{name}: bringing it up failed ({node.failures} of '
                                   f'{limit or "unlimited"} attempts in a row); next attempt '
                                   f'in {delay:g} s')
 
     def _give_up(self, name: str) -> None:
         node = self.nodes[name]
-        node.gave_up = True
         reason = (f'giving up on {name}: {node.failures} attempts in a row to bring it up '
                   f'failed (bring_up_attempts), the last: {node.reason}')
         if self.value('exit_when_done'):
@@ -552,14 +500,12 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
         entries = []
         for name in self.names:
             node = self.nodes[name]
+            state, label = node.reported()
+            silent = node.silent_s(now)
             entries.append(NodeStatus(
-                name=name, state=node.state if node.responsive else 0,
-                state_label=LABELS.get(node.state, 'unknown') if node.responsive else 'unknown',
-                responsive=node.responsive, recoveries=node.recoveries,
-                silent_s=float(now - node.last_answer) if node.last_answer else -1.0))
-        all_active = self.mode == 'active' and all(
-            e.responsive and e.state == State.PRIMARY_STATE_ACTIVE for e in entries)
-        mode = 'recovering' if self.mode == 'active' and not all_active else self.mode
+                name=name, state=state, state_label=label, responsive=node.responsive,
+                recoveries=node.recoveries, silent_s=silent if silent is not None else -1.0))
+        mode, all_active = graph_mode(self.mode, [self.nodes[name] for name in self.names])
         key = (mode, all_active, tuple((e.state, e.responsive, e.recoveries) for e in entries))
         if not force and key == self._published and now - self._last_publish < 5.0:
             return
@@ -580,27 +526,9 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
         now = time.monotonic()
         misses = self.value('heartbeat_misses')
         for name in self.names:
-            node = self.nodes[name]
-            label = LABELS.get(node.state, 'unknown')
-            silent = now - node.last_answer if node.last_answer else None
-            if node.gave_up:
-                level, message = ERROR, f'given up after {node.failures} failed bring-ups: ' \
-                    f'{node.reason or "see its log"}'
-            elif not node.responsive or node.misses >= misses:
-                level = STALE
-                message = 'not heard yet' if silent is None else \
-                    f'no answer to the heartbeat for {silent:.1f} s (died or hangs)'
-            elif node.state != State.PRIMARY_STATE_ACTIVE:
-                level, message = WARN, f'{label}: not serving'
-            else:
-                level, message = OK, 'active'
-            statuses.append(diagnostic_status(
-                f'{self.get_name()}: {name}', level, message,
-                {'lifecycle_state': label if node.responsive else 'unknown',
-                 'responsive': node.responsive,
-                 'silent_s': silent if silent is not None else 'never answered',
-                 'missed_heartbeats': node.misses, 'recoveries': node.recoveries},
-                hardware_id=name))
+            level, message, values = self.nodes[name].health(misses, now)
+            statuses.append(diagnostic_status(f'{self.get_name()}: {name}', LEVELS[level],
+                                              message, values, hardware_id=name))
         return statuses
 
     # ---------------------------------------------------------------- supervisor

@@ -30,10 +30,6 @@ those capabilities (an action they lack is a self-loop).
 from __future__ import annotations
 
 import sys
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any
 
 from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -71,35 +67,23 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.nodes.skill_kinds import served_kinds
+from cecm_ros.session.partner_runs import (
+    HeldIntents,
+    PersonChoices,
+    RunOrder,
+    SentAction,
+    WorldSteps,
+)
 
-EARLY_INTENTS_KEPT = 20
-STATES_KEPT = 200   # team states remembered, by (task id, step)
 DISCOVERY_GRACE_S = 1.0   # how long a step waits for its skill server to be discovered
 # How long an intent waits for the team_state of its step, which the world published
 # before the robot announced the step; without it the partner goes on with its plan.
 STATE_WAIT_S = 1.0
-# A goal the world has not answered this long after it was sent counts as lost.
-GOAL_LOST_AFTER_S = 2.0
 # How long an answer waits for robot/correction to have a subscriber: DDS may match the
 # executor's subscription a moment after its intent arrived, and an answer published
 # before that is lost (volatile), which the robot takes for consent.
 LISTENER_WAIT_S = 10.0
 PERSON = 'person'   # partner_behaviour of play mode: a person chooses the partner's actions
-ANNOUNCED_KEPT = 16   # runs asked for, remembered in order (a wait ends at a later one)
-CHOICES_KEPT = 50   # a person's choices remembered, by (task id, attempt, step)
-
-
-@dataclass
-class SentAction:
-    """The partner's action at one step, and whether the world has taken it."""
-
-    action: str
-    state: str = 'sent'          # 'sent' (no answer yet), 'taken' or 'failed'
-    sent_at: float = field(default_factory=time.monotonic)
-
-    def lost(self) -> bool:
-        return self.state == 'failed' or \
-            self.state == 'sent' and time.monotonic() - self.sent_at >= GOAL_LOST_AFTER_S
 
 
 class SimulatedHumanNode(CecmNode):
@@ -155,14 +139,12 @@ class SimulatedHumanNode(CecmNode):
         # The runs the task manager asked for, seen at once (not queued behind an intent
         # that waits for a person's choice), each with the order it was first asked for
         # in: a later one ends the wait of an earlier one.
-        self.announced: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self.announcements = 0
-        self.early: OrderedDict[tuple, RobotIntent] = OrderedDict()
+        self.runs = RunOrder()
+        self.early = HeldIntents()
         # The partner's own action at each step of the current run of the task.
         self.acted: dict[int, SentAction] = {}
-        # (task id, step) -> (state, when received), and when the current run began.
-        self.states: OrderedDict[tuple[str, int], tuple[Any, float, bool]] = OrderedDict()
-        self.run_began = 0.0
+        # The world's state at each step, and when the current run began.
+        self.world = WorldSteps()
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -177,7 +159,7 @@ class SimulatedHumanNode(CecmNode):
         self.behaviour = PartnerBehaviour() if self.person else resolve_partner_behaviour(
             self.param('partner_behaviour'), self.forgo,
             default=self.model.default_partner_behaviour)
-        self.choices: OrderedDict[tuple[str, int, int], str] = OrderedDict()
+        self.choices = PersonChoices()
         self.behaviour.check()
         if self.partner is not None:
             self.partner.close()
@@ -195,8 +177,7 @@ class SimulatedHumanNode(CecmNode):
         self.unheard = False   # an answer waited in vain for a subscriber: no more waits
         self.human = None
         self.task = None
-        self.announced = OrderedDict()
-        self.announcements = 0
+        self.runs = RunOrder()
         # Tasks and intents are handled one at a time, in arrival order.
         serial = MutuallyExclusiveCallbackGroup()
         namespace = self.param('human_skill_namespace').rstrip('/')
@@ -250,8 +231,7 @@ class SimulatedHumanNode(CecmNode):
                                                                     self.attempt):
             return  # the latched request again
         # Intents held for another run of this task are stale once this run is asked for.
-        for key in [k for k in self.early if k[0] == msg.task_id and k[1] != msg.attempt]:
-            del self.early[key]
+        self.early.drop_other_runs(msg.task_id, msg.attempt)
         try:
             task = conv.task_from_msg(self.model, msg)
         except conv.MessageError as error:
@@ -260,7 +240,7 @@ class SimulatedHumanNode(CecmNode):
         self.task, self.attempt = task, msg.attempt
         with self.locked():
             self.acted = {}
-            self.run_began = time.monotonic()
+            self.world.begin_run()
         # As in `cecm experiment`: seeded by seed and task id, searching on its own.
         assert self.partner is not None
         self.human = self.partner.for_task(task.task_id)
@@ -281,8 +261,8 @@ class SimulatedHumanNode(CecmNode):
                 f'task {task.task_id}: planned {len(plan.steps)} joint steps '
                 f'(cost {plan.cost:g}, {len(plan.actions_of("human"))} human actions'
                 f'{forgone}{how})')
-        for key in [k for k in self.early if k[:2] == (task.task_id, msg.attempt)]:
-            self._on_intent(self.early.pop(key))
+        for intent in self.early.take(task.task_id, msg.attempt):
+            self._on_intent(intent)
 
     def _on_task_announced(self, msg: TaskRequest) -> None:
         if not self.active:
@@ -291,13 +271,8 @@ class SimulatedHumanNode(CecmNode):
             conv.task_from_msg(self.model, msg)
         except conv.MessageError:
             return   # no run at all (_on_task says why): it ends no wait
-        run = (msg.task_id, msg.attempt)
         with self.locked():
-            if run not in self.announced:
-                self.announcements += 1
-                self.announced[run] = self.announcements
-                while len(self.announced) > ANNOUNCED_KEPT:
-                    self.announced.popitem(last=False)
+            self.runs.asked(msg.task_id, msg.attempt)
         self.notify()
 
     # ------------------------------------------------------------------ intents
@@ -309,9 +284,7 @@ class SimulatedHumanNode(CecmNode):
             # The intent may have overtaken its task request: hold it briefly. One of an
             # earlier run of the task (a robot that went on with a run it was stopped in)
             # is never answered: the world's step numbers belong to the current run.
-            self.early[(msg.task_id, msg.attempt, msg.step)] = msg
-            while len(self.early) > EARLY_INTENTS_KEPT:
-                self.early.popitem(last=False)
+            self.early.hold(msg.task_id, msg.attempt, msg.step, msg)
             current = (f'{self.task.task_id!r} attempt {self.attempt}' if self.task
                        else 'none')
             self.get_logger().info(
@@ -370,15 +343,12 @@ class SimulatedHumanNode(CecmNode):
         attempt = msg.attempt or (self.attempt if self.task is not None
                                   and self.task.task_id == msg.task_id else 0)
         with self.locked():
-            key = (msg.task_id, attempt, msg.step)
-            if key in self.choices:
-                if self.choices[key] != action:   # (the same again: a panel's resend)
-                    self.get_logger().info(f'step {msg.step}: the person already chose '
-                                           f'{self.choices[key]}; {action} ignored')
-                return
-            self.choices[key] = action
-            while len(self.choices) > CHOICES_KEPT:
-                self.choices.popitem(last=False)
+            before = self.choices.choose(msg.task_id, attempt, msg.step, action)
+        if before is not None:
+            if before != action:   # (the same again: a panel's resend)
+                self.get_logger().info(f'step {msg.step}: the person already chose '
+                                       f'{before}; {action} ignored')
+            return
         self.get_logger().info(f'step {msg.step}: the person chose {action} '
                                f'({msg.sender or "unnamed"})')
         self.notify()
@@ -387,24 +357,25 @@ class SimulatedHumanNode(CecmNode):
         """The person's action for this step: waited for (choice_timeout_s, 0 = no
         limit); a step nobody chose in time is waited out (noop). None when another run
         is asked for meanwhile (an interrupted task begun again): this one is over."""
-        key = (task_id, attempt, step)
         limit = self.param('choice_timeout_s') or None
+
+        def chosen() -> bool:
+            return self.choices.of(task_id, attempt, step) is not None
 
         def superseded() -> bool:
             # Asked for after this run (whichever of the two subscriptions heard first).
-            order = self.announced.get((task_id, attempt))
-            return order is not None and self.announcements > order
+            return self.runs.superseded(task_id, attempt)
 
         with self.locked():
-            ready = key in self.choices
+            ready = chosen()
         if not ready:
             self.get_logger().info(f'step {step}: waiting for the person\'s choice')
-        if not self.wait_until(lambda: key in self.choices or superseded(), limit):
+        if not self.wait_until(lambda: chosen() or superseded(), limit):
             self.get_logger().warning(f'step {step}: no choice from the person within '
                                       f'{limit:g} s; the partner waits this step')
             return NOOP
         with self.locked():
-            return None if superseded() else self.choices.get(key)
+            return None if superseded() else self.choices.of(task_id, attempt, step)
 
     def _on_team_state(self, msg: TeamState) -> None:
         try:
@@ -413,24 +384,18 @@ class SimulatedHumanNode(CecmNode):
             self.get_logger().warning(f'ignoring team_state: {error}')
             return
         with self.locked():
-            self.states[(msg.task_id, msg.step)] = (state, time.monotonic(),
-                                                    msg.robot_failed)
-            self.states.move_to_end((msg.task_id, msg.step))
-            while len(self.states) > STATES_KEPT:
-                self.states.popitem(last=False)
+            self.world.heard(msg.task_id, msg.step, state, msg.robot_failed)
         self.notify()
 
     def _robot_failed(self, task_id: str, step: int) -> bool:
         """Whether the world said the robot's skill failed in the step before ``step``."""
         with self.locked():
-            seen = self.states.get((task_id, step))
-        return seen is not None and seen[1] >= self.run_began and seen[2]
+            return self.world.robot_failed(task_id, step)
 
-    def _state_at(self, task_id: str, step: int) -> int | None:
+    def _state_at(self, task_id: str, step: int):
         """The world's state at ``step`` of the current run, once it is known."""
         with self.locked():
-            seen = self.states.get((task_id, step))
-        return seen[0] if seen is not None and seen[1] >= self.run_began else None
+            return self.world.state_at(task_id, step)
 
     def _world_state(self, task_id: str, step: int):
         """The world's state at ``step`` (waited for briefly; the task's start at step 0),
