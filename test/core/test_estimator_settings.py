@@ -122,3 +122,34 @@ def test_a_domain_files_section_is_checked_by_the_same_declarations():
                            ({'form': None}, 'likelihood: form must be given')):
         with pytest.raises(ConfigError, match=message):
             likelihood_section(entry, 'd.yaml')
+
+
+@pytest.mark.parametrize('bad', [dict(samples=0), dict(prior=1.5), dict(epsilon=0.0),
+                                 dict(psi=1.0), dict(window=0), dict(decay=0.0),
+                                 dict(window=2, decay=0.5, inference='abc'),
+                                 dict(proposal='posterior'), dict(proposal_floor=0.5),
+                                 dict(prior=1.0), dict(prior=0.0), dict(inference='magic'),
+                                 dict(undecided='maybe'), dict(sweeps=-1),
+                                 dict(coupling=1.0), dict(decay=0.5), dict(alike_rooms=-1.0),
+                                 dict(alike_rooms=1.0, coupling=0.5)])
+def test_settings_reject_out_of_range_values(bad):
+    with pytest.raises(ConfigError):
+        EstimatorSettings(**bad)
+
+
+def test_presets_name_the_papers_reading_and_the_sequential_one():
+    paper = EstimatorSettings.preset('paper')
+    assert (paper.inference, paper.prior, paper.proposal, paper.window) == \
+        ('abc', 0.8, 'prior', None) and paper.variant == 'paper'
+    sequential = EstimatorSettings.preset('sequential', samples=50)
+    assert (sequential.proposal, sequential.window, sequential.samples) == ('belief', 1, 50)
+    assert sequential.variant == 'sequential'
+    assert EstimatorSettings.preset('paper', window=3).variant == 'abc (custom)'
+    # A decay replaces the preset's window (the two forgettings exclude each other).
+    decayed = EstimatorSettings.preset('sequential', decay=0.5)
+    assert (decayed.window, decayed.decay) == (None, 0.5)
+    assert EstimatorSettings().variant == 'posterior'
+    assert EstimatorSettings(likelihood='indicator').variant == \
+        'posterior (indicator likelihood)'
+    with pytest.raises(ConfigError, match='unknown inference'):
+        EstimatorSettings.preset('guess')

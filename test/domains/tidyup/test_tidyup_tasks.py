@@ -1,4 +1,5 @@
-"""The seeded task generator."""
+"""TidyUP's seeded task generator (what the core makes of a task stream is tested on the
+stub domain in test/core/test_tasks.py)."""
 
 import dataclasses
 

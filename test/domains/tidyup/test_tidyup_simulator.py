@@ -1,4 +1,6 @@
-"""The world simulator and its self-loop rule."""
+"""TidyUP's transitions in the world simulator: its preconditions, its sinks and the
+reasons its self-loops give (the simulator's own rules are tested on the stub domain in
+test/core/test_simulator.py)."""
 
 import pytest
 from core_fixtures import make_task
@@ -72,16 +74,6 @@ def test_washing_without_a_sink_is_a_self_loop(model, start):
     robot, _ = world.step('(wash robot plate study)', None)
     assert world.state == before and robot.self_loop
     assert 'impossible in this household' in robot.reason
-
-
-def test_noop_steps(model, start):
-    world = world_for(model, start)
-    for robot_action, human_action in ((None, None), (NOOP, NOOP), (NOOP, None)):
-        robot, human = world.step(robot_action, human_action)
-        assert (robot.action, human.action) == (NOOP, NOOP)
-        assert not robot.changed and not robot.self_loop
-        assert not human.changed and not human.self_loop
-    assert world.trajectory == [start] * 4
 
 
 def test_action_of_the_wrong_agent_raises_and_leaves_the_world_alone(model, start):

@@ -1,4 +1,6 @@
-"""The grounded TidyUP model: propositions, ground actions, inert capabilities, tasks."""
+"""The grounded TidyUP model: propositions, ground actions, inert capabilities, tasks
+(the domain interface's own parts are tested on the stub domain in
+test/core/test_domain_interface.py)."""
 
 import dataclasses
 
