@@ -11,7 +11,8 @@
 #   make demo WEB=1    the same, answered by a person from the browser panel (URL printed)
 #   make demo WEB=1 PLAY=1   a person plays the partner in the browser panel
 #   make test          ruff + mypy + pytest (TESTS=graph: the graph, launch-file and
-#                      packaging tests only, as CI runs them on Jazzy; TESTS=PATHS: those)
+#                      packaging tests only, as CI runs them on Jazzy; TESTS=quick: no
+#                      node graph or browser; TESTS=PATHS: those)
 #   make lint          ruff and mypy only
 #   make build         venv + dependencies + colcon build of this package
 #   make venv          venv + dependencies only
@@ -63,13 +64,16 @@ PYTEST_ARGS ?= --durations=25
 # its second distribution (.ci/run: Jazzy), a few minutes: the node graph end to end
 # over DDS, the launch file (where launch_testing is installed), clean shutdown, the
 # markers, /diagnostics and the gamepad, and the packaging (package.xml, the installed
-# share folder and executables, the interfaces).
+# share folder and executables, the interfaces). quick: what starts no node graph and no
+# browser (the core, the session loops, the domains, the robot-stack interfaces), a few
+# minutes, for a change that touches no node; CI runs all.
 TESTS ?= all
 GRAPH_TESTS := test/graph/test_graph_dds.py test/graph/test_launch_tidyup.py \
   test/graph/test_clean_shutdown.py test/graph/test_scene_markers.py \
   test/graph/test_diagnostics.py test/graph/test_joy_corrections.py \
   test/tools/test_packaging.py test/tools/test_ros_domain_ids.py
-TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(TESTS)))
+QUICK_TESTS := test/core test/session test/domains test/interfaces
+TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(if $(filter quick,$(TESTS)),$(QUICK_TESTS),$(TESTS))))
 
 # --------------------------------------------------------------------------
 # Pinned dependencies (versions pip resolved when this file was written).

@@ -27,6 +27,7 @@ search binary and the translator are the ones the ``up-fast-downward`` package s
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -48,11 +49,12 @@ SEARCH_UNSOLVABLE = 11
 
 def fast_downward_root() -> Path | None:
     """The Fast Downward tree inside the installed up-fast-downward package, if any."""
-    try:
-        import up_fast_downward  # type: ignore[import-untyped]
-    except ImportError:
+    # Found, not imported: importing it imports unified-planning's engines (a second of
+    # CPU in a process that only runs the binaries).
+    spec = importlib.util.find_spec('up_fast_downward')
+    if spec is None or spec.origin is None:
         return None
-    root = Path(up_fast_downward.__file__).resolve().parent / 'downward'
+    root = Path(spec.origin).resolve().parent / 'downward'
     if (root / 'fast-downward.py').is_file() and (root / 'builds/release/bin/downward').is_file():
         return root
     return None

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import unified_planning.shortcuts as up
 from unified_planning.io import PDDLReader
-from unified_planning.model import Problem
+from unified_planning.model import FNode, Problem
 
 from cecm_ros.core.capabilities import CapabilityCatalog
 from cecm_ros.core.domain import (
@@ -41,9 +40,12 @@ from cecm_ros.core.domain import (
 from cecm_ros.core.errors import ConfigError, UnknownNameError
 from cecm_ros.core.trajectory import jaccard_distance
 
+from . import up_environment
 from .positions import at, locate
 
-up.get_environment().credits_stream = None
+# Reading PDDL needs no planning engine: a process that only reads a domain (the
+# executor, the world) never imports them (up_environment.py).
+up_environment.install()
 
 # A precondition (can-<kind> ?agent ?arg) gates an action by the capability of that kind
 # and argument (TidyUP's way); other domains name gates in their domain file.
@@ -293,7 +295,7 @@ class PddlModel(Domain[int]):
                     ground.append(built)
         return tuple(ground)
 
-    def _cost_of(self, expression: up.FNode, binding: dict[str, str],
+    def _cost_of(self, expression: FNode, binding: dict[str, str],
                  action: str) -> tuple[float, int]:
         """The household's cost of one cost effect and the planner's integer for it.
 
@@ -311,7 +313,7 @@ class PddlModel(Domain[int]):
         self._cost_terms[term] = cost
         return cost, planner_cost(cost, term)
 
-    def _bind(self, node: up.FNode, binding: dict[str, str],
+    def _bind(self, node: FNode, binding: dict[str, str],
               action: str) -> tuple[str, tuple[str, ...]]:
         args = []
         for arg in node.args:
@@ -330,7 +332,7 @@ class PddlModel(Domain[int]):
         pre = 0
         gate = None
         possible = True
-        conditions: list[up.FNode] = []
+        conditions: list[FNode] = []
         for precondition in action.preconditions:
             conditions.extend(precondition.args if precondition.is_and() else [precondition])
         for condition in conditions:
@@ -414,7 +416,7 @@ class PddlModel(Domain[int]):
                           f'{", ".join(self.agents)})')
 
     @staticmethod
-    def _bind_term(term: up.FNode, binding: dict[str, str]) -> str:
+    def _bind_term(term: FNode, binding: dict[str, str]) -> str:
         if term.is_parameter_exp():
             return binding[term.parameter().name]
         return term.object().name

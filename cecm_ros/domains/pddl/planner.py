@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import unified_planning.shortcuts as up
-from unified_planning.engines import PlanGenerationResultStatus as Status
+from unified_planning.model import Problem
 
 from cecm_ros.core.domain import HUMAN, NOOP, ROBOT, JointPlan, JointStep, Task
 from cecm_ros.core.errors import (
@@ -52,7 +51,9 @@ SATISFICING_SEARCH = ('lazy_greedy([ff()], preferred=[ff()], randomize_successor
 # Part of every stored plan's key: raise it when a change here (the search, the lifting
 # into joint steps, the canonical order) can change the plan of a (task, vector).
 PLANNER_VERSION = 2
-UNSOLVABLE = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
+# unified-planning's engines (its OneshotPlanner, the result statuses) are imported
+# where a backend plans, in its worker process: a node that only hands searches to
+# workers never pays for them (up_environment.py).
 
 
 def canonical_order(actions: list[GroundAction], start: int, goal: int,
@@ -138,9 +139,9 @@ class PlanningBackend:
         self.model = model
         self.engine = engine
         self.timeout_s = timeout_s
-        self._base_problems: OrderedDict[tuple, up.Problem] = OrderedDict()
+        self._base_problems: OrderedDict[tuple, Problem] = OrderedDict()
 
-    def _base_problem(self, task: Task) -> up.Problem:
+    def _base_problem(self, task: Task) -> Problem:
         base = self._base_problems.get(task.key)
         if base is None:
             base = self.model.base_problem(task)
@@ -152,6 +153,9 @@ class PlanningBackend:
         return base
 
     def solve(self, task: Task, capabilities: np.ndarray) -> JointPlan:
+        from unified_planning.engines import PlanGenerationResultStatus as Status
+
+        unsolvable = {Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY}
         model = self.model
         start = model.state_from_atoms(task.initial)
         goal = model.state_from_atoms(task.goal)
@@ -161,12 +165,12 @@ class PlanningBackend:
         else:
             problem = model.conditioned_problem(self._base_problem(task), capabilities)
             result = self._run_engine(problem)
-            if result.status in UNSOLVABLE:
+            if result.status in unsolvable:
                 # Seen once under heavy load: a spurious "unsolvable" for a task the robot
                 # alone can do. Only an answer that a second, identical run repeats counts.
                 first = result
                 result = self._run_engine(problem)
-                if result.status not in UNSOLVABLE:
+                if result.status not in unsolvable:
                     log = ' '.join(m.message for m in first.log_messages or [])[-800:]
                     print(f'cecm planner: {self.engine} said {first.status.name} for task '
                           f'{task.task_id}, then solved it on a second run; log tail: {log}',
@@ -175,7 +179,7 @@ class PlanningBackend:
                 raise PlannerTimeoutError(
                     f'task {task.task_id}: {self.engine} found no plan within '
                     f'{self.timeout_s:g} s')
-            if result.status in UNSOLVABLE:
+            if result.status in unsolvable:
                 lacking = model.catalog.format_vector(capabilities)
                 who = ('even with a fully capable human' if lacking == 'all'
                        else f'when the human lacks {lacking}')
@@ -191,7 +195,9 @@ class PlanningBackend:
         return build_joint_plan(model, task, actions, capabilities, elapsed)
 
 
-    def _run_engine(self, problem: up.Problem):
+    def _run_engine(self, problem: Problem):
+        import unified_planning.shortcuts as up
+
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', UserWarning)  # "cannot establish..." noise
             with up.OneshotPlanner(name=self.engine) as engine:
