@@ -276,7 +276,7 @@ class Executor(CecmNode):
         try:
             task = conv.task_from_msg(self.model, request)
             self.get_logger().info(f'task {task.task_id}: started')
-            result = self._run(goal_handle, task, request.partner_id, request.attempt)
+            result = self._run(task, request.partner_id)
             finish_goal(goal_handle.succeed if result.success else goal_handle.abort)
         except conv.MessageError as error:
             result.message = str(error)
@@ -312,6 +312,7 @@ class Executor(CecmNode):
                 self.task_id, self.attempt = '', 0
                 self.awaiting_step = None
                 self.correction = None
+                self.partner_id, self.announced = '', RobotIntent()
                 self.running = False
         return result
 
@@ -320,7 +321,7 @@ class Executor(CecmNode):
         return handle is not None and handle.is_cancel_requested
 
     # ------------------------------------------- the task (TaskExecution's RobotPort)
-    def _run(self, goal_handle, task, partner_id: str, attempt: int) -> RunTask.Result:
+    def _run(self, task, partner_id: str) -> RunTask.Result:
         self.partner_id = partner_id
         run = TaskExecution(self.model, self, self.get_logger(), self.max_steps,
                             self.idle_limit).run(task)
@@ -383,6 +384,8 @@ class Executor(CecmNode):
                                          interrupt=self._cancel_requested)
         except PeerUnavailableError as error:
             raise TaskAbortedError(str(error)) from None
+        except WaitInterruptedError:
+            raise TaskCanceledError() from None
         if not response.success:
             raise TaskAbortedError(f'the joint planner found no plan: {response.message}',
                                    retry=response.retry)

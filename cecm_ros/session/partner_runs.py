@@ -7,7 +7,8 @@ at each step is kept until the step is decided (:class:`WorldSteps`), a person's
 until its step's intent comes (:class:`PersonChoices`), and the order in which the runs
 were asked for tells a wait that its run is over (:class:`RunOrder`). Each remembers a
 bounded number, dropping the oldest. :class:`SentAction` is the partner's own action at
-a step and whether the world took it. The node keeps its lock around every call.
+a step and whether the world took it. None is thread-safe: the node calls each from
+callbacks of one serial group or under its lock.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ class SkillReport(Protocol):
 class RobotPort(Protocol):
     """What a task run asks of the world around the robot. Every wait raises
     :class:`TaskAbortedError` when it gives up and :class:`TaskCanceledError` when the
-    run is canceled."""
+    run is canceled; an exception of the port's own (its process stopping) ends the run
+    and is the port's to handle."""
 
     def team_state(self, step: int) -> Seen:
         """The state perception reported after ``step`` joint steps (0: the start)."""

@@ -35,14 +35,19 @@ def test_reading_a_domain_imports_no_planning_engine(domain):
     assert out == 'False'
 
 
-def test_a_planner_gets_the_factory_and_plans():
+def test_a_planning_backend_gets_the_factory_when_it_plans():
+    """The backend a planner worker runs: unified-planning's OneshotPlanner through the
+    environment's factory, made only then."""
     out = _run(
         'import sys\n'
-        'from cecm_ros.domains import load_domain, planner_for\n'
-        'model = load_domain("tidyup")\n'
-        'task = next(iter(model.task_generator(0).tasks(1)))\n'
-        'with planner_for(model, workers=1, plan_cache=False) as planner:\n'
-        '    plan = planner.plan(task, model.catalog.resolve("high_capability"))\n'
+        'from cecm_ros.domains import load_domain\n'
+        'from cecm_ros.domains.pddl.planner import DEFAULT_ENGINE, PlanningBackend\n'
         'from unified_planning.environment import get_environment\n'
-        "print(type(get_environment()).__name__, len(plan.steps) > 0)\n")
-    assert out == 'PlanningLaterEnvironment True'
+        'model = load_domain("tidyup")\n'
+        'before = get_environment()._factory is None\n'
+        'task = next(iter(model.task_generator(0).tasks(1)))\n'
+        'backend = PlanningBackend(model, DEFAULT_ENGINE, 60.0)\n'
+        'plan = backend.solve(task, model.catalog.resolve("high_capability"))\n'
+        "print(type(get_environment()).__name__, before, get_environment()._factory is not None,\n"
+        "      'unified_planning.engines' in sys.modules, len(plan.steps) > 0)\n")
+    assert out == 'PlanningLaterEnvironment True True True True'
