@@ -23,6 +23,7 @@ NODES = [
     'world_sim',
     'household_sim',
     'simulated_human',
+    'paced_partner',
     'lifecycle_manager',
     'correction_console',
     'web_panel',

@@ -16,6 +16,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 NODES = ('world_sim', 'joint_planner', 'capability_estimator', 'simulated_human',
@@ -287,24 +288,27 @@ class RosClient:
         self.rclpy.try_shutdown(context=self.context)
 
 
-def play_session(tmp_path: Path, parameters: dict[str, dict], client_name: str
-                 ) -> tuple[int | None, NodeProcesses, str]:
-    """Every node of the graph started with its ``parameters`` (over the installed file),
-    the lifecycle manager bringing them up, and the session played until the task manager
-    exits: its exit code, the processes (their logs stay readable) and the tail of every
-    node's log (for an assertion's message). The task manager must be given
-    ``exit_when_done``."""
+def play_session(tmp_path: Path, parameters: dict[str, dict], client_name: str,
+                 nodes: Sequence[str] = NODES) -> tuple[int | None, NodeProcesses, str]:
+    """Every node of the graph (``nodes``) started with its ``parameters`` (over the
+    installed file), the lifecycle manager bringing them up, and the session played until
+    the task manager exits: its exit code, the processes (their logs stay readable) and
+    the tail of every node's log (for an assertion's message). The task manager must be
+    given ``exit_when_done``."""
     executables, params = installed_or_skip(MANAGER)
     domain = RosDomain()
     client = RosClient(client_name)
     processes = NodeProcesses(executables, params, domain.env, tmp_path)
     try:
-        for node in NODES:
+        for node in nodes:
             processes.start(node, parameters.get(node))
-        assert client.wait_for_nodes(NODES, 30.0)
-        processes.start(MANAGER, {'shutdown_timeout_s': 20.0})
+        assert client.wait_for_nodes(nodes, 30.0)
+        manager: dict = {'shutdown_timeout_s': 20.0}
+        if tuple(nodes) != NODES:
+            manager['node_names'] = list(nodes)
+        processes.start(MANAGER, manager)
         code = processes.wait_for_exit('task_manager', 'the end of the session')
-        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}' for name in NODES)
+        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}' for name in nodes)
         return code, processes, logs
     finally:
         processes.close()

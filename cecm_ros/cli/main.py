@@ -544,8 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cecm_ros.cli.study import add_dataset_source, add_study_parser
     add_dataset_source(source)
     sub.add_argument('--partner-id', help='whose tasks (needed when there are several)')
-    add_estimator_options(sub)
-    sub.set_defaults(inference=None, samples=None, epsilon=None, psi=None)
+    add_estimator_options(sub, replaying=True)
     sub.add_argument('--method', help='cecm, cecm_div, optimistic or pessimistic (default: '
                                       "the belief's, else cecm); --from-dataset: posterior, "
                                       'paper, cecm_div, comma-separated (default: posterior)')

@@ -904,6 +904,23 @@ def _close_record(record: TaskRecord, robot: RobotTeammate,
 PACED_STEP_FACTOR, PACED_STEP_EXTRA = 4, 20
 
 
+def paced_partner_action(model: Domain, human: SimulatedHuman | PolicyPartner,
+                         state: State) -> str:
+    """The next action of a partner at its own pace, from ``state``: one that follows a
+    plan re-plans when its next action no longer applies (the robot did it, or has not
+    yet done what it needs) or its plan ran out; a policy decides anew. NOOP when no plan
+    is left (the partner stands by)."""
+    stuck = human.enforces_plan and (human.finished or human.current_step.human not in
+                                     (NOOP, *model.applicable_actions(state, HUMAN)))
+    if stuck:
+        try:
+            human.replan(state)
+        except CecmError:
+            return NOOP
+    human.choose_step(state, NOOP)
+    return human.current_step.human
+
+
 def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
                human: SimulatedHuman | PolicyPartner, world: WorldSimulator,
                record: TaskRecord, perception: Perception, failures: SkillFailures,
@@ -929,18 +946,7 @@ def _run_paced(model: Domain, task: Task, robot: RobotTeammate,
             flags.append(failed)
 
     def partner_next() -> str:
-        # A partner that follows a plan re-plans when its next action no longer applies
-        # (the robot did it, or has not yet done what it needs); a policy decides anew.
-        stuck = human.enforces_plan and (human.finished or human.current_step.human not in
-                                         (NOOP, *model.applicable_actions(world.state,
-                                                                          HUMAN)))
-        if stuck:
-            try:
-                human.replan(world.state)
-            except CecmError:
-                return NOOP
-        human.choose_step(world.state, NOOP)
-        return human.current_step.human
+        return paced_partner_action(model, human, world.state)
 
     for step in range(limit):
         if world.goal_reached(task):

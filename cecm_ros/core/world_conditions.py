@@ -34,6 +34,7 @@ from .errors import CecmError, ConfigError
 _PERCEPTION_STREAM = 41
 _SKILL_STREAM = 43
 _PACE_STREAM = 47
+_REPORT_STREAM = 53
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,30 @@ class PartnerPace:
 
     def duration(self) -> float:
         return float(self._rng.uniform(self.low, self.high))
+
+
+class ReportTiming:
+    """When a perception's reports of one task reach the robot: each ``delay`` seconds
+    after it was seen (uniform in ``[0, most_delay_s]``, so reports overtake each other),
+    and sent twice with probability ``repeat`` (a stream of its own)."""
+
+    def __init__(self, most_delay_s: float, repeat: float, seed: int, task_id: str):
+        if not 0.0 <= most_delay_s <= 60.0:
+            raise ConfigError(f'perception_delay_s must lie in [0, 60], got {most_delay_s}')
+        if not 0.0 <= repeat < 1.0:
+            raise ConfigError(f'perception_repeat must be a probability in [0, 1), got '
+                              f'{repeat}')
+        self.most_delay_s, self.repeat = most_delay_s, repeat
+        self._rng = _stream(seed, _REPORT_STREAM, task_id)
+
+    def delays(self) -> list[float]:
+        """The delays of one report's sendings (one, or two when it is repeated); three
+        draws per report whatever the settings, so the stream does not depend on them."""
+        first, again, second = self._rng.random(3)
+        delays = [float(first * self.most_delay_s)]
+        if again < self.repeat:
+            delays.append(float(second * self.most_delay_s))
+        return delays
 
 
 def evidence_trajectory(observed: Sequence, robot_failed: Sequence[bool]) -> list:

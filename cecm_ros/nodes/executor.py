@@ -16,6 +16,11 @@ which the partner left its part of the plan undone and nothing changed, it plans
 rest of the task for itself alone. It stops when the goal holds in the team state (success) or
 after ``max_steps`` (abort).
 
+With ``perception: events`` it takes ``observed_state`` reports (ObservedState, stamped
+when seen, whenever perception sends them) instead of a ``team_state`` per step, turns
+the changes seen after each robot step into the task's observed steps and publishes
+them as ``team_state`` (:mod:`~cecm_ros.nodes.event_perception`).
+
 The loop itself is the ROS-free :class:`~cecm_ros.session.task_execution.TaskExecution`;
 this node is its :class:`~cecm_ros.session.task_execution.RobotPort`: parameters,
 clients, topics and the action server.
@@ -38,6 +43,7 @@ from cecm_ros.msg import (
     Correction,
     CorrectionStatus,
     JointPlan,
+    ObservedState,
     RobotIntent,
     StepResult,
     TeamState,
@@ -56,6 +62,7 @@ from cecm_ros.nodes.common import (
     ros_name,
     run_node,
 )
+from cecm_ros.nodes.event_perception import PERCEPTION_MODES, EventPerception
 from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.nodes.world_sim import DEFAULT_SKILLS
 from cecm_ros.session.task_execution import (
@@ -113,6 +120,16 @@ class Executor(CecmNode):
         self.declare('state_timeout_s', 10.0,
                      'How long to wait for the team_state of a step (and of step 0)',
                      low=0.1, high=3600.0)
+        self.declare('perception', 'team_state',
+                     "Where the robot sees the world: team_state (a world's state per joint "
+                     'step) or events (ObservedState reports on observed_state_topic as the '
+                     'world changes, republished as team_state; docs/robot.md)',
+                     choices=PERCEPTION_MODES)
+        self.declare('observed_state_topic', 'observed_state',
+                     'With perception events: the ObservedState topic', check=ros_name())
+        self.declare('observation_settle_s', 0.3,
+                     'With perception events: how long after each robot skill to wait for '
+                     'the reports of what it changed', low=0.0, high=60.0)
         self.goal_handle: ServerGoalHandle | None = None
         self.running = False   # a RunTask goal is accepted and not finished (under the lock)
         self.listeners_short = False   # fewer than intent_subscribers listen on robot/intent
@@ -123,6 +140,8 @@ class Executor(CecmNode):
         self.intent = NOOP
         self.partner_id = ''
         self.announced = RobotIntent()   # the running step's intent as announced
+        self.task = None
+        self.events: EventPerception | None = None   # perception: events
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -153,9 +172,7 @@ class Executor(CecmNode):
         self._entities = [
             self.plan_client, *self.skill_clients.values(), self.intent_pub, self.step_pub,
             self.plan_pub, self.status_pub,
-            self.create_subscription(TeamState, 'team_state',
-                                     self.guarded(self._on_team_state, 'team_state'),
-                                     QOS_TEAM_STATE, callback_group=self.group),
+            *self._perception_entities(),
             self.create_subscription(Correction, 'robot/correction',
                                      self.guarded(self._on_correction, 'robot/correction'),
                                      QOS_EVENTS, callback_group=self.group),
@@ -165,6 +182,27 @@ class Executor(CecmNode):
         ]
         self.get_logger().info(f'correction window {self.window:g} s, at most '
                                f'{self.max_steps} steps per task')
+
+    def _perception_entities(self) -> list:
+        """team_state from the world, or (perception: events) observed_state from the
+        robot's perception and team_state published from it."""
+        self.events = None
+        if self.param('perception') == 'team_state':
+            return [self.create_subscription(TeamState, 'team_state',
+                                             self.guarded(self._on_team_state, 'team_state'),
+                                             QOS_TEAM_STATE, callback_group=self.group)]
+        publisher = self.create_lifecycle_publisher(TeamState, 'team_state', QOS_TEAM_STATE)
+        self.events = EventPerception(self, publisher, self.param('observation_settle_s'))
+        topic = self.param('observed_state_topic')
+        return [publisher, self.create_subscription(
+            ObservedState, topic, self.guarded(self._on_observed, topic), QOS_TEAM_STATE,
+            callback_group=self.group)]
+
+    def _on_observed(self, msg: ObservedState) -> None:
+        try:
+            self.events.on_observed(msg)
+        except conv.MessageError as error:
+            self.get_logger().warning(f'ignoring observed_state: {error}')
 
     def activate(self) -> None:
         """The planner and every skill server must be there before tasks are taken."""
@@ -322,17 +360,28 @@ class Executor(CecmNode):
 
     # ------------------------------------------- the task (TaskExecution's RobotPort)
     def _run(self, task, partner_id: str) -> RunTask.Result:
-        self.partner_id = partner_id
+        self.partner_id, self.task = partner_id, task
         run = TaskExecution(self.model, self, self.get_logger(), self.max_steps,
                             self.idle_limit).run(task)
+        if self.events is not None:
+            self.get_logger().info(f'task {task.task_id}: perception as events: '
+                                   f'{self.events.summary(task.task_id)}; '
+                                   f'{run.skill_failures} robot skills failed')
         outcome = conv.outcome_msg(task, partner_id, run.trajectory, run.decisions,
                                    run.corrections, run.success, self.model.name,
                                    run.failed_steps)
         return RunTask.Result(outcome=outcome, success=run.success, message=run.message)
 
     def team_state(self, step: int) -> Seen:
+        if self.events is not None:
+            return self.events.start(self.task)
         msg = self._wait_state(self.task_id, step)
         return Seen(msg, conv.state_from_team_state(self.model, msg))
+
+    def observe(self, step: int, action: str, skill) -> list[Seen]:
+        if self.events is not None:
+            return self.events.after_step(step, action, skill.state_changed)
+        return [self.team_state(step + 1)]
 
     def plan(self, task, state, alone: bool) -> CorePlan:
         return self._plan(task, state, self.partner_id, alone)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import sys
 
-from rcl_interfaces.msg import ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 from cecm_ros.action import ExecuteSkill
@@ -40,7 +39,6 @@ from cecm_ros.core.errors import CecmError
 from cecm_ros.core.partner_policies import PolicyPartner
 from cecm_ros.core.partners import (
     BEHAVIOUR_FORMS,
-    PARTNER_SEARCHES,
     PartnerBehaviour,
     SimulatedHuman,
     SimulatedPartner,
@@ -57,7 +55,6 @@ from cecm_ros.msg import (
 )
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
-    ALL_SKILLS,
     QOS_EVENTS,
     QOS_LATCHED,
     QOS_TEAM_STATE,
@@ -65,6 +62,11 @@ from cecm_ros.nodes.common import (
     SafeActionClient,
     ros_name,
     run_node,
+)
+from cecm_ros.nodes.partner_parameters import (
+    behaviour_check,
+    declare_partner_parameters,
+    simulated_partner,
 )
 from cecm_ros.nodes.skill_kinds import served_kinds
 from cecm_ros.session.partner_runs import (
@@ -90,16 +92,8 @@ class SimulatedHumanNode(CecmNode):
     def __init__(self, **kwargs):
         super().__init__('simulated_human', **kwargs)
         self.declare_model_parameters()
-        self.declare('partner', 'low_capability',
-                     'TRUE capabilities of this partner: a partner type name or a vector '
-                     'spec name=0,name=1,...', check=self.partner_check())
-        self.declare('human_skill_namespace', 'human/skills',
-                     'Namespace of the human skill action servers (<namespace>/<kind>)',
-                     check=ros_name(suffix='/move'))
-        self.declare('skills', [ALL_SKILLS],
-                     'Skill kinds the human can be asked to execute; [all] = every kind of '
-                     'the domain and "wait"', ParameterType.PARAMETER_STRING_ARRAY,
-                     check=self.skills_check())
+        declare_partner_parameters(self, 'Skill kinds the human can be asked to execute; '
+                                   '[all] = every kind of the domain and "wait"')
         self.declare('forgo_probability', 0.0,
                      'Chance per task that the partner declines one capability its optimal '
                      'plan would use (a not quite optimal partner)', low=0.0, high=1.0)
@@ -108,7 +102,7 @@ class SimulatedHumanNode(CecmNode):
                      f'{", ".join(BEHAVIOUR_FORMS)} (docs/partners.md), or {PERSON} (a '
                      "person chooses on human/choice); '' = forgo:P when "
                      "forgo_probability P > 0, else the domain's default",
-                     check=behaviour_check)
+                     check=lambda text: behaviour_check(text, (PERSON,)))
         self.declare('choice_timeout_s', 600.0,
                      'With partner_behaviour person: how long a step waits for the '
                      "person's choice before the partner waits that step (0 = no limit)",
@@ -118,19 +112,9 @@ class SimulatedHumanNode(CecmNode):
                      "perception reports) or world_state (world_sim's world as it is, what "
                      'a person in the room sees; the two differ under perception noise)',
                      check=ros_name())
-        self.declare('seed', 0, "Seed of the partner's random choices (with the task id)",
-                     low=0, high=2**31 - 1)
-        self.declare('partner_search', 'own',
-                     "Where the partner's searches come from: own (seeds of its own per "
-                     "task, never the estimator's) or shared (the robot's own search: an "
-                     'oracle, for comparison only)', choices=PARTNER_SEARCHES)
         self.declare('answer_intents', True,
                      "Answer the robot's intents on robot/correction; false leaves that to "
                      'a person (correction_console) and the partner only acts its plan')
-        self.declare_plan_store()
-        self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
-                     low=0.001, high=3600.0)
-        self.declare('planner_workers', 1, 'Planner worker processes', low=1, high=64)
         self.planner: Planner | None = None
         self.partner: SimulatedPartner | None = None
         self.human: SimulatedHuman | PolicyPartner | None = None
@@ -164,12 +148,7 @@ class SimulatedHumanNode(CecmNode):
         if self.partner is not None:
             self.partner.close()
         # One partner across the session's tasks: its own searches per task, its traits.
-        self.partner = SimulatedPartner(self.planner, self.truth, self.behaviour,
-                                        seed=self.param('seed'),
-                                        search=self.param('partner_search'))
-        if self.partner.oracle:
-            self.get_logger().warning('partner_search shared: the partner searches with the '
-                                      "robot's own seed (an oracle, not a partner)")
+        self.partner = simulated_partner(self, self.planner, self.truth, self.behaviour)
         self.answers = self.param('answer_intents') and not self.person
         if self.person and self.param('answer_intents'):
             self.get_logger().info('play mode: the person answers the intents (on the panel); '
@@ -571,17 +550,6 @@ class SimulatedHumanNode(CecmNode):
         header = Correction().header
         header.stamp = self.stamp()
         return header
-
-
-def behaviour_check(text: str) -> str:
-    """What is wrong with a ``partner_behaviour`` text ('' = none given)."""
-    if not text.strip() or text.strip() == PERSON:
-        return ''
-    try:
-        PartnerBehaviour.parse(text)
-    except CecmError as error:
-        return str(error)
-    return ''
 
 
 def main(args=None) -> int:

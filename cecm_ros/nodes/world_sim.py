@@ -17,11 +17,22 @@ simulated partner, who sees the room, acts on); with ``skill_failure`` a robot a
 skill fails now and then: the world applies only the partner's action, the robot's goal
 ends aborted with ``skill_failed`` and the team_state says ``robot_failed``. The noise
 draws from ``world_seed`` and the task, never from an estimator's stream.
+
+``lockstep: false`` is a world in which each agent acts at its own pace: a skill goal is
+applied on its own (the other agent does nothing meanwhile) once its time has passed, a
+robot skill ``robot_skill_s`` and a partner's action ``partner_pace_low`` to
+``partner_pace_high`` times that (seeded); the goal's step is not checked. There are no
+joint steps, so no ``team_state``: perception reports ``observed_state`` (ObservedState)
+each time the world changes, through the noise above, each report up to
+``perception_delay_s`` late (so reports overtake each other) and sent twice with
+probability ``perception_repeat``. The executor takes them with ``perception: events``
+and a partner acts on its own with ``paced_partner``.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 
 from rcl_interfaces.msg import ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -32,11 +43,14 @@ from cecm_ros.core.simulator import SKILL_FAILED, WorldSimulator
 from cecm_ros.core.world_conditions import (
     LOCKSTEP_WORLD_SETTINGS,
     WORLD_SETTING_HELP,
+    WORLD_SETTINGS,
+    PartnerPace,
     Perception,
+    ReportTiming,
     SkillFailures,
     WorldConditions,
 )
-from cecm_ros.msg import TeamState
+from cecm_ros.msg import ObservedState, TeamState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.nodes.common import (
     ALL_SKILLS,
@@ -82,6 +96,25 @@ class WorldSim(CecmNode):
         for name in LOCKSTEP_WORLD_SETTINGS:
             self.declare(name, 0.0, WORLD_SETTING_HELP[name][0].upper() +
                          WORLD_SETTING_HELP[name][1:] + ' (0 = off)', low=0.0, high=0.99)
+        self.declare('lockstep', True,
+                     'Joint steps in lockstep (true), or each agent at its own pace: a skill '
+                     'applied alone once its time passed, perception on observed_state')
+        for name in WORLD_SETTINGS:
+            if name not in LOCKSTEP_WORLD_SETTINGS:
+                self.declare(name, 0.0, 'With lockstep false: ' + WORLD_SETTING_HELP[name],
+                             low=0.0, high=100.0)
+        self.declare('robot_skill_s', 1.0, 'With lockstep false: how long a robot skill '
+                     'takes (a partner action: partner_pace_low..high times it)', low=0.0,
+                     high=600.0)
+        self.declare('perception_delay_s', 0.0, 'With lockstep false: the longest an '
+                     'observed_state report reaches the robot after it was seen (uniform; '
+                     '0 = at once)', low=0.0, high=60.0)
+        self.declare('perception_repeat', 0.0, 'With lockstep false: chance that a report '
+                     'is sent twice', low=0.0, high=0.99)
+        self.declare('perception_period_s', 1.0, 'With lockstep false: perception also '
+                     'reports the world this often when nothing changed, as a perception '
+                     'stack that keeps looking does (each report seen afresh, through the '
+                     'noise); 0 = only on a change', low=0.0, high=600.0)
         self.declare('world_seed', 0, 'Seed of the perception noise and the skill failures '
                      '(with the task and its attempt)', low=0, high=2**31 - 1)
         self.world: WorldSimulator | None = None
@@ -101,14 +134,27 @@ class WorldSim(CecmNode):
         spec = self.param('partner')
         self.truth = self.model.catalog.resolve(spec)
         self.step_timeout = self.param('step_timeout_s') or None
-        self.conditions = WorldConditions(**{name: self.param(name)
-                                             for name in LOCKSTEP_WORLD_SETTINGS})
+        self.lockstep = self.param('lockstep')
+        self.conditions = WorldConditions(**{
+            name: self.param(name) for name in
+            (LOCKSTEP_WORLD_SETTINGS if self.lockstep else WORLD_SETTINGS)})
         skills = served_kinds(self.model, self.param('skills'))
+        # A lockstep world's perception reports each joint step (team_state), a paced
+        # world's the changes as they happen (observed_state).
         self.team_state_pub = self.create_lifecycle_publisher(
-            TeamState, 'team_state', QOS_TEAM_STATE)
+            TeamState if self.lockstep else ObservedState,
+            'team_state' if self.lockstep else 'observed_state', QOS_TEAM_STATE)
         self.world_state_pub = self.create_lifecycle_publisher(
             TeamState, 'world_state', QOS_TEAM_STATE)
-        self._entities = [self.team_state_pub, self.world_state_pub, self.create_service(
+        self.pace: PartnerPace | None = None
+        self.timing: ReportTiming | None = None
+        self._entities = []
+        if not self.lockstep and self.param('perception_period_s') > 0:
+            self._entities.append(self.create_timer(
+                self.param('perception_period_s'),
+                self.guarded(self._report_again, 'perception_period_s'),
+                callback_group=self.group))
+        self._entities[:0] = [self.team_state_pub, self.world_state_pub, self.create_service(
             ResetWorld, '~/reset_world', self.guarded_service(self._on_reset, 'reset_world'),
             callback_group=self.group)]
         for agent, namespace in ((ROBOT, self.param('robot_skill_namespace')),
@@ -123,7 +169,9 @@ class WorldSim(CecmNode):
         self.get_logger().info(
             f'domain {self.model.describe()}, human capabilities '
             f'{spec!r} (lacks {self.model.catalog.describe_missing(self.truth)}); skills '
-            f'{", ".join(skills)} for robot and human; world: {self.conditions}')
+            f'{", ".join(skills)} for robot and human; world: {self.conditions}'
+            + ('' if self.lockstep else f'; each agent at its own pace (robot skill '
+               f'{self.param("robot_skill_s"):g} s), perception on observed_state'))
 
     def deactivate(self) -> None:
         with self.locked():
@@ -158,6 +206,12 @@ class WorldSim(CecmNode):
                                          self.param('world_seed'), stream)
             self.failures = SkillFailures(self.conditions.skill_failure,
                                           self.param('world_seed'), stream)
+            if not self.lockstep:
+                self.pace = PartnerPace(self.conditions, self.param('world_seed'), stream) \
+                    if self.conditions.paced else None
+                self.timing = ReportTiming(self.param('perception_delay_s'),
+                                           self.param('perception_repeat'),
+                                           self.param('world_seed'), stream)
             self.pending.clear()
             self.outcomes.clear()
             self._publish_state(task.task_id, 0, start)
@@ -217,7 +271,7 @@ class WorldSim(CecmNode):
             return '', (f'goal is for attempt {goal.attempt} of task {goal.task_id} but '
                         f'the world runs attempt {self.attempt}')
         step = len(self.world.trajectory) - 1
-        if goal.step != step:
+        if self.lockstep and goal.step != step:
             return '', (f'goal is for step {goal.step} but the world is at step {step} of '
                         f'task {self.task.task_id}')
         try:
@@ -232,6 +286,8 @@ class WorldSim(CecmNode):
         return action, ''
 
     def _execute(self, agent: str, kind: str, goal_handle):
+        if not self.lockstep:
+            return self._execute_alone(agent, kind, goal_handle)
         goal = goal_handle.request
         with self.locked():
             action, problem = self._check_goal(agent, kind, goal)
@@ -292,17 +348,102 @@ class WorldSim(CecmNode):
             f'{robot_action}' + ('; ' + '; '.join(loops) if loops else ''))
 
 
+    def _execute_alone(self, agent: str, kind: str, goal_handle):
+        """A world at its own pace: the action is applied alone once its time passed."""
+        goal = goal_handle.request
+        with self.locked():
+            action, problem = self._check_goal(agent, kind, goal)
+            if problem:
+                self.get_logger().warning(f'{agent} skill {kind!r} refused: {problem}')
+                return _finish(goal_handle, 'abort', problem)
+            generation = self.generation
+            self.pending[agent] = action
+            duration = self.param('robot_skill_s')
+            if agent == HUMAN and self.pace is not None:
+                duration *= self.pace.duration()
+        uuid = bytes(goal_handle.goal_id.uuid)
+        interrupted = self.wait_until(lambda: self.generation != generation or
+                                      uuid in self._cancel_requested, duration)
+        with self.locked():
+            self._cancel_requested.discard(uuid)
+            if self.generation != generation:
+                reason = 'the world was reset or deactivated before the action was done'
+                self.get_logger().warning(f'{agent} {action} aborted: {reason}')
+                return _finish(goal_handle, 'abort', reason)
+            self.pending.pop(agent, None)
+            if interrupted:
+                return _finish(goal_handle, 'canceled', f'{action} canceled')
+            failed = agent == ROBOT and self.failures.fails(action)
+            before = self.world.state
+            robot, human = self.world.step(action if agent == ROBOT else None,
+                                           action if agent == HUMAN else None, failed)
+            outcome = robot if agent == ROBOT else human
+            step = len(self.world.trajectory) - 1
+            self._publish_state(self.task.task_id, step, self.world.state,
+                                action if agent == ROBOT else '',
+                                action if agent == HUMAN else '', failed,
+                                changed=self.world.state != before)
+        self.notify()
+        self.get_logger().info(f'task {self.task.task_id}: {agent} {action} after '
+                               f'{duration:.2f} s' + (f' ({outcome.reason})' if
+                                                      outcome.reason else ''))
+        if failed:
+            return _finish(goal_handle, 'abort', f'{SKILL_FAILED} (simulated: skill_failure)',
+                           skill_failed=True)
+        return _finish(goal_handle, 'succeed', outcome.reason or 'applied', outcome.changed)
+
     def _publish_state(self, task_id: str, step: int, state, robot_action: str = '',
-                       human_action: str = '', failed: bool = False) -> None:
+                       human_action: str = '', failed: bool = False,
+                       changed: bool = True) -> None:
         """The world as it is on ``world_state``, as perception reports it on
-        ``team_state`` (the same without perception noise)."""
+        ``team_state`` (the same without perception noise), or in a world at its own
+        pace on ``observed_state`` when it changed."""
         stamp = self.stamp()
+        if not self.lockstep:
+            self.world_state_pub.publish(conv.team_state_msg(
+                self.model, task_id, step, state, robot_action=robot_action,
+                human_action=human_action, stamp=stamp, robot_failed=failed))
+            if changed:
+                self._report(task_id, self.perception.see(state), stamp)
+            return
         for publisher, shown in ((self.world_state_pub, state),
                                  (self.team_state_pub, self.perception.see(state)
                                   if self.perception is not None else state)):
             publisher.publish(conv.team_state_msg(
                 self.model, task_id, step, shown, robot_action=robot_action,
                 human_action=human_action, stamp=stamp, robot_failed=failed))
+
+
+    def _report(self, task_id: str, seen, stamp) -> None:
+        """An observed_state report, stamped when seen, sent after its delays."""
+        report = ObservedState(domain=self.model.name, task_id=task_id,
+                               true_propositions=self.model.state_facts(seen),
+                               state_features=self.model.state_features(seen))
+        report.header.stamp = stamp
+        for delay in self.timing.delays():
+            if delay <= 0.0:
+                self.team_state_pub.publish(report)
+                continue
+            timer = threading.Timer(delay, self._send_late, (report,))
+            timer.daemon = True
+            timer.start()
+
+    def _report_again(self) -> None:
+        """The periodic report of a world at its own pace: the world as seen now."""
+        if not self.active:
+            return
+        with self.locked():
+            if self.world is None or self.task is None:
+                return
+            self._report(self.task.task_id, self.perception.see(self.world.state),
+                         self.stamp())
+
+    def _send_late(self, report: ObservedState) -> None:
+        if self.active:
+            try:
+                self.team_state_pub.publish(report)
+            except Exception:  # noqa: BLE001 - the node may be tearing down meanwhile
+                pass
 
 
 def _finish(goal_handle, how: str, message: str, changed: bool = False,

@@ -73,6 +73,14 @@ class RobotPort(Protocol):
         """The state perception reported after ``step`` joint steps (0: the start)."""
         ...
 
+    def observe(self, step: int, action: str, skill: SkillReport) -> list[Seen]:
+        """What perception reported after joint step ``step`` (the robot ran ``action``):
+        one state per joint step from a lockstep world (``team_state(step + 1)``); from
+        perception as events the changes seen since the step before, in the order seen:
+        several when the partner did several things, none when nothing was seen to
+        change (the robot then goes on from the last state it saw)."""
+        ...
+
     def plan(self, task: Task, state: State, alone: bool) -> JointPlan:
         """A joint plan from ``state`` under the belief, or (``alone``) for a partner who
         does nothing; published for whoever shows it."""
@@ -109,7 +117,10 @@ class TaskExecutionResult:
     trajectory: list = field(default_factory=list)   # Seen.record of steps 0..H
     decisions: int = 0       # steps in which the robot meant to act or was told to
     corrections: int = 0
-    failed_steps: list[int] = field(default_factory=list)   # the robot's own skill failed
+    # Trajectory steps (transitions into trajectory[k + 1]) after the robot's own skill
+    # failed; from a lockstep world these are the joint steps it failed at.
+    failed_steps: list[int] = field(default_factory=list)
+    skill_failures: int = 0   # robot skills that failed
 
 
 class TaskExecution:
@@ -152,20 +163,25 @@ class TaskExecution:
             skill = port.run_skill(step, executed)
             failed = not skill.success
             if failed:
-                result.failed_steps.append(step)
+                result.skill_failures += 1
                 log.warning(f"task {task.task_id} step {step}: the robot's skill failed on "
                             f'{executed} ({skill.message or "no reason given"}); re-planning '
                             'from the observed state')
-            after = port.team_state(step + 1)
-            result.trajectory.append(after.record)
+            seen = port.observe(step, executed, skill)
+            if failed and seen:
+                # The first observed step after the failure: the evidence drops it where
+                # nothing seen changed (the robot's event, not the partner's).
+                result.failed_steps.append(len(result.trajectory) - 1)
             # The robot acts on what perception reports, unless no world is in it (a
             # glitch): then on the last state it could act on (the evidence keeps both).
             before = state
-            state, unusable = state_to_act_on(model, task, after.state, state)
-            if unusable:
-                log.warning(f'task {task.task_id} step {step}: the team_state seen is not a '
-                            f'state the robot can act on ({unusable}); going on from the last '
-                            'one it could')
+            for after in seen:
+                result.trajectory.append(after.record)
+                state, unusable = state_to_act_on(model, task, after.state, state)
+                if unusable:
+                    log.warning(f'task {task.task_id} step {step}: the team_state seen is not '
+                                f'a state the robot can act on ({unusable}); going on from '
+                                'the last one it could')
             port.step_done(step, executed, corrected, skill, result.corrections)
             step += 1
             index += 1

@@ -83,9 +83,11 @@ def option_name(setting: str) -> str:
     return '--' + setting.replace('_', '-')
 
 
-def add_estimator_options(parser: argparse.ArgumentParser) -> None:
+def add_estimator_options(parser: argparse.ArgumentParser, replaying: bool = False) -> None:
     """One option per estimator setting, as the schema declares it
-    (core/estimator_settings.py): its type, choices, help and what leaving it out means."""
+    (core/estimator_settings.py): its type, choices, help and what leaving it out means.
+    ``replaying`` (`cecm estimate`): every option left out is the replayed belief's own
+    setting, so none has a default of its own."""
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
     for name, spec in SETTINGS.items():
         if spec.group and spec.group not in groups:
@@ -97,13 +99,15 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
         if spec.off is not None:
             text += f' ({spec.off}: off)'
         shown = spec.open or ('%(default)s' if spec.default is not None else 'none')
-        if name == 'likelihood':
+        if replaying:
+            shown = "the belief's own; from a recording, the estimator node's"
+        elif name == 'likelihood':
             shown += ': usage in every built-in domain'
         elif name == 'window':
             shown += ': sequential 1, others off'
         kind = {int: int, float: float, str: str}[spec.type]
         target.add_argument(option_name(name), dest=name, type=kind, choices=spec.allowed(),
-                            default=None if spec.open else spec.default,
+                            default=None if spec.open or replaying else spec.default,
                             help=f'{text} (default: {shown})')
 
 

@@ -55,6 +55,9 @@ class CorePort:
         assert step == len(self.world.trajectory) - 1, 'a state asked out of turn'
         return Seen(('record', step), self.world.trajectory[step])
 
+    def observe(self, step: int, action: str, skill) -> list[Seen]:
+        return [self.team_state(step + 1)]
+
     def plan(self, task, state, alone: bool):
         here = self.domain.task_from_state(task, state)
         if alone:

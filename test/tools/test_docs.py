@@ -16,7 +16,7 @@ NODES = {'world_sim': 'WorldSim', 'joint_planner': 'JointPlannerNode',
          'capability_estimator': 'CapabilityEstimator', 'simulated_human': 'SimulatedHumanNode',
          'executor': 'Executor', 'task_manager': 'TaskManager', 'web_panel': 'WebPanel',
          'skill_bridge': 'SkillBridge', 'scene_markers': 'SceneMarkers',
-         'joy_corrections': 'JoyCorrections'}
+         'joy_corrections': 'JoyCorrections', 'paced_partner': 'PacedPartner'}
 # Documented once for every node, at the top of the section "Nodes".
 COMMON = {'use_sim_time', 'start_type_description_service', 'domain',
           'tidyup.household', 'tidyup.capabilities', 'overcooked.file',

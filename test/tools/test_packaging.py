@@ -28,6 +28,7 @@ EXPECTED_NODES = {
     'executor',
     'world_sim',
     'household_sim',
+    'paced_partner',
     'simulated_human',
     'lifecycle_manager',
     'correction_console',

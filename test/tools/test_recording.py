@@ -189,6 +189,25 @@ def test_settings_default_to_the_beliefs_and_options_replace_them():
     assert settings.variant == 'sequential' and seed == 0
 
 
+def test_the_estimate_command_leaves_every_setting_it_is_not_given_to_the_belief():
+    """`cecm estimate`'s options have no defaults of their own: a belief learned with
+    prior 0.7 and misperception 0.05 is replayed with them unless an option says not."""
+    from cecm_ros.cli.main import build_parser
+    from cecm_ros.tools.options import estimator_values
+
+    learned = EstimatorSettings(samples=60, prior=0.7, misperception=0.05)
+    evidence = Evidence('store x', 'p', [], method='cecm', settings=learned, seed=4)
+    args = build_parser().parse_args(['estimate', '--from-store', 'x.sqlite'])
+    assert not any(value is not None for value in estimator_values(args).values())
+    overrides = {k: v for k, v in estimator_values(args).items() if k != 'window'}
+    assert choose_settings(evidence, None, None, overrides, None, None)[1] == learned
+    args = build_parser().parse_args(['estimate', '--from-store', 'x.sqlite',
+                                      '--misperception', '0'])
+    overrides = {k: v for k, v in estimator_values(args).items() if k != 'window'}
+    replayed = choose_settings(evidence, None, None, overrides, None, None)[1]
+    assert (replayed.misperception, replayed.prior) == (0.0, 0.7)
+
+
 # ------------------------------------------------------------- files and errors
 def _serialize(msg) -> bytes:
     serialization = pytest.importorskip('rclpy.serialization')

@@ -93,6 +93,13 @@ def split_atom(text: str) -> tuple[str, ...]:
     return parts
 
 
+# A change that no single pair of actions explains is explained by the shortest sequences
+# of at most this many actions (a partner at its own pace does several between two
+# observations), searched over at most this many states.
+SEQUENCE_DEPTH = 4
+SEQUENCE_STATES = 20_000
+
+
 @dataclass(frozen=True)
 class GroundAction:
     """One ground action as add/delete bitmasks over the proposition index."""
@@ -557,7 +564,10 @@ class PddlModel(Domain[int]):
         pair of actions (the human's, then the robot's; either may be idle) that explains
         the change has the human take an action gated by the same capability. A change
         the robot could have made alone, or one two different capabilities explain,
-        proves nothing (the likelihood treats a proven capability as certain)."""
+        proves nothing (the likelihood treats a proven capability as certain). A change
+        that no pair explains (perception saw several actions at once: a partner at its
+        own pace, a report that came late) is explained by the shortest sequences of
+        either agent's actions (:meth:`_gates_of_sequences`)."""
         used = np.zeros(len(self.catalog), dtype=bool)
         robot_actions = [a for a in self.actions if a.agent != HUMAN]
         for before, after in zip(trajectory, trajectory[1:]):
@@ -572,9 +582,38 @@ class PddlModel(Domain[int]):
                     needed.add(None if h is None or middle == before else h.gate)
                 if None in needed or len(needed) > 1:
                     break
-            if len(needed) == 1 and None not in needed:
+            if not needed:
+                for gate in self._gates_of_sequences(before, after):
+                    used[gate] = True
+            elif len(needed) == 1 and None not in needed:
                 used[needed.pop()] = True
         return used
+
+    def _gates_of_sequences(self, before: int, after: int) -> frozenset[int]:
+        """The gates that every shortest sequence of actions (either agent's, in any
+        order, at most SEQUENCE_DEPTH of them) from ``before`` to ``after`` uses; empty
+        when none is that short or the search grows past SEQUENCE_STATES states (then
+        nothing is proven). Shortest, because a longer detour can always avoid a gate."""
+        live = [a for a in self.actions if a.statically_possible]
+        layer: dict[int, set[frozenset[int]]] = {before: {frozenset()}}
+        for _ in range(SEQUENCE_DEPTH):
+            grown: dict[int, set[frozenset[int]]] = {}
+            for state, gate_sets in layer.items():
+                for action in live:
+                    if not action.applicable(state):
+                        continue
+                    nxt = action.apply(state)
+                    if nxt == state:
+                        continue
+                    extra = (frozenset((action.gate,)) if action.agent == HUMAN and
+                             action.gate is not None else frozenset())
+                    grown.setdefault(nxt, set()).update(g | extra for g in gate_sets)
+                    if len(grown) > SEQUENCE_STATES:
+                        return frozenset()
+            if after in grown:
+                return frozenset.intersection(*grown[after])
+            layer = grown
+        return frozenset()
 
     def check_state(self, state) -> None:
         if not isinstance(state, (int, np.integer)) or not \

@@ -65,6 +65,38 @@ def test_pessimistic_adds_exactly_the_capabilities_the_partner_used(model, plann
     assert not (estimator.estimate & ~truth).any()
 
 
+def test_several_actions_seen_at_once_prove_what_every_shortest_sequence_uses(model):
+    """A partner at its own pace may do several things between two reports (or a report
+    comes late): the change is explained by the shortest sequences of actions, and a
+    capability is proven only when every one of them uses it."""
+    task = TaskGenerator(model, 2).tasks(3)[2]
+    every = np.ones(len(model.catalog), dtype=bool)
+    names = list(model.catalog.names)
+
+    def after(state, *steps):
+        for agent, action in steps:
+            state = model.transition(state, agent, action, every)[0]
+        return state
+
+    start = model.initial_state(task)
+    partner = after(start, ('human', '(pick human plate bathroom)'),
+                    ('human', '(move human bathroom kitchen)'),
+                    ('human', '(wash human plate kitchen)'))
+    proven = model.exercised_capabilities([start, partner])
+    assert sorted(names[i] for i in np.flatnonzero(proven)) == [
+        'move_kitchen', 'pick_bathroom', 'wash_kitchen']
+    # The robot's own steps seen at once prove nothing about the partner.
+    robot_first = model.applicable_actions(start, 'robot')[0]
+    robot = after(start, ('robot', robot_first))
+    robot = after(robot, ('robot', model.applicable_actions(robot, 'robot')[0]))
+    assert robot != start and not model.exercised_capabilities([start, robot]).any()
+    # Interleaved with the robot's, the partner's share is still the partner's.
+    both = after(start, ('human', '(pick human plate bathroom)'), ('robot', robot_first),
+                 ('human', '(move human bathroom kitchen)'))
+    assert sorted(names[i] for i in np.flatnonzero(
+        model.exercised_capabilities([start, both]))) == ['move_kitchen', 'pick_bathroom']
+
+
 def test_shared_evaluator_gives_optimal_plans_like_the_naive_one(model, task, observed):
     samples = np.random.default_rng(4).random((30, 20)) < 0.8
     with FastDownwardPlanner(model, cache_size=0) as naive_planner:

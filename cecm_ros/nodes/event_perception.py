@@ -1,0 +1,118 @@
+"""The executor's perception as events (parameter ``perception: events``).
+
+A robot's perception publishes ``observed_state`` (ObservedState: what it saw, stamped
+when it saw it) as the world changes, knowing nothing of joint steps. This helper keeps
+those reports per task (:class:`~cecm_ros.session.observed_states.ObservedStates`),
+and after each robot step gives the executor the changes seen since the step before,
+in the order they were seen, each republished as the task's next ``team_state`` (step
+k = the k-th observed change), which the task manager, the panel and the estimator
+read as they do a world's. A report that comes late still lands in order; one seen
+before a change already taken is left out; a step that brought no report leaves the
+robot where it last saw the world. It says so in the log either way.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from cecm_ros.msg import ObservedState, TeamState
+from cecm_ros.nodes import conversions as conv
+from cecm_ros.session.observed_states import Observation, ObservedStates
+from cecm_ros.session.task_execution import Seen
+
+TASKS_KEPT = 4   # tasks whose reports are held (the current one and those before)
+PERCEPTION_MODES = ('team_state', 'events')
+
+
+def stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+class EventPerception:
+    """One executor's reports and what it published of them (module docstring)."""
+
+    def __init__(self, node, publisher, settle_s: float):
+        self.node = node
+        self.model = node.model
+        self.publisher = publisher   # team_state, for every node that follows the world
+        self.settle_s = settle_s
+        self.streams: OrderedDict[str, ObservedStates] = OrderedDict()
+        self.task_id = ''
+        self.step = 0   # team_state steps published of the current run
+
+    def _stream(self, task_id: str) -> ObservedStates:
+        stream = self.streams.get(task_id)
+        if stream is None:
+            stream = self.streams[task_id] = ObservedStates()
+            while len(self.streams) > TASKS_KEPT:
+                oldest = next(t for t in self.streams if t != self.task_id)
+                del self.streams[oldest]
+        return stream
+
+    def on_observed(self, msg: ObservedState) -> None:
+        """A report: checked, and held in its task's order (under the node's lock)."""
+        what = f'ObservedState of task {conv.shown(msg.task_id)}'
+        if not msg.task_id:
+            raise conv.MessageError(f'{what}: task_id is empty')
+        conv.check_domain(self.model, msg.domain, what)
+        state = conv.state_from_wire(self.model, msg.true_propositions,
+                                     msg.state_features, what)
+        observation = Observation(stamp_ns(msg.header.stamp), _key(msg), state, msg)
+        with self.node.locked():
+            verdict = self._stream(msg.task_id).add(observation)
+        if verdict == 'late':
+            self.node.get_logger().warning(
+                f'{what} seen at {observation.stamp_ns / 1e9:.3f} s arrived after a later '
+                'report of that task was taken as a step: left out of the steps (late or '
+                'out of order)')
+
+    def start(self, task) -> Seen:
+        """Step 0 of a run: the task's start as it was set up (perception's reports of
+        the reset and before belong to the world before this run)."""
+        start = self.model.initial_state(task)
+        stamp = self.node.stamp()
+        msg = conv.team_state_msg(self.model, task.task_id, 0, start, stamp=stamp)
+        with self.node.locked():
+            self.task_id, self.step = task.task_id, 0
+            self._stream(task.task_id).begin_run(
+                Observation(stamp_ns(stamp), _key(msg), start, msg))
+        self.publisher.publish(msg)
+        return Seen(msg, start)
+
+    def after_step(self, step: int, action: str, changed: bool) -> list[Seen]:
+        """The changes seen since the step before, each published as the next step;
+        waits ``settle_s`` first for reports still on their way."""
+        self.node.wait_until(lambda: self.node._cancel_requested(), self.settle_s)
+        with self.node.locked():
+            stream = self._stream(self.task_id)
+            changes = stream.take()
+        seen = []
+        for index, observation in enumerate(changes):
+            self.step += 1
+            msg = conv.team_state_msg(
+                self.model, self.task_id, self.step, observation.state,
+                robot_action=action if index == 0 else '',
+                stamp=observation.record.header.stamp)
+            self.publisher.publish(msg)
+            seen.append(Seen(msg, observation.state))
+        log = self.node.get_logger()
+        if not changes and changed:
+            log.warning(f'step {step}: perception reported no change within '
+                        f'{self.settle_s:g} s of {action}, which changed the world; the robot '
+                        'goes on from the last state it saw (a report still on its way '
+                        'is taken at the next step)')
+        elif len(changes) > 1:
+            log.info(f'step {step}: {len(changes)} changes seen since the step before (the '
+                     'partner at its own pace); each is a step of the evidence')
+        return seen
+
+    def summary(self, task_id: str) -> str:
+        """What the run's reports came to, for the outcome's log line."""
+        with self.node.locked():
+            counts = self._stream(task_id).counts
+        return (f'{counts.taken} changes seen, {counts.unchanged} reports of no change, '
+                f'{counts.late} left out as late')
+
+
+def _key(msg: ObservedState | TeamState) -> tuple:
+    return tuple(sorted(msg.true_propositions)), tuple(msg.state_features)

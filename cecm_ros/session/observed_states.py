@@ -1,0 +1,99 @@
+"""Perception as events, without ROS: the states a robot's perception reports as they
+change, turned into a task's observed steps.
+
+A perception stack does not know the team's joint steps: it reports what it sees when
+it sees a change, with the time it saw it, and a message may come late, twice, or after
+a later one. :class:`ObservedStates` keeps one task's reports ordered by the time they
+were seen; :meth:`~ObservedStates.take` hands the executor, after each robot step, the
+changes seen since the last step in that order (several of them when the partner did
+several things meanwhile, none when nothing changed). A report seen before one already
+taken comes too late to be a step of its own: it is left out and counted, so that a
+late message never reorders the steps already published. Not thread-safe: the executor
+node holds its lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+# Reports held, per task, before the executor takes them; the oldest go first.
+HELD_MOST = 500
+
+
+@dataclass(frozen=True, order=True)
+class Observation:
+    """One report: when it was seen (nanoseconds), what it says (``key``: the facts or
+    numbers, compared to tell a change), the domain's reading and the message."""
+
+    stamp_ns: int
+    key: tuple = field(compare=False)
+    state: Any = field(compare=False, default=None)
+    record: Any = field(compare=False, default=None)
+
+
+@dataclass
+class StreamCounts:
+    """What the stream did with the reports of one run (the executor says so)."""
+
+    taken: int = 0      # changes that became observed steps
+    unchanged: int = 0  # reports of the state already taken (perception repeating itself)
+    late: int = 0       # seen before a report already taken: left out
+
+
+class ObservedStates:
+    """The reports of one task's runs (module docstring)."""
+
+    def __init__(self, most: int = HELD_MOST):
+        self.most = most
+        self.held: list[Observation] = []   # not yet taken, by stamp
+        self.last: Observation | None = None   # the last report taken (the state acted on)
+        self.counts = StreamCounts()
+
+    def begin_run(self, start: Observation) -> None:
+        """A run of the task starts from ``start`` (the task's start as it was set up,
+        stamped when the run began): the reports seen before it are of the world before
+        this run (an earlier run, the reset) and go."""
+        self.counts = StreamCounts()
+        self.held = [o for o in self.held if o.stamp_ns > start.stamp_ns]
+        self.last = start
+
+    def add(self, observation: Observation) -> str:
+        """Hold a report: 'held', 'late' (seen before the last one taken: left out) or
+        'repeat' (the same stamp and content as one held)."""
+        if self.last is not None and observation.stamp_ns <= self.last.stamp_ns:
+            if observation.stamp_ns == self.last.stamp_ns and observation.key == self.last.key:
+                return 'repeat'
+            self.counts.late += 1
+            return 'late'
+        index = bisect.bisect_left(self.held, observation)
+        for other in self.held[index:]:
+            if other.stamp_ns != observation.stamp_ns:
+                break
+            if other.key == observation.key:
+                return 'repeat'
+        self.held.insert(index, observation)
+        if len(self.held) > self.most:
+            del self.held[0]
+        return 'held'
+
+    def newest_stamp(self) -> int | None:
+        """When the newest report held or taken was seen (None: none yet)."""
+        if self.held:
+            return self.held[-1].stamp_ns
+        return self.last.stamp_ns if self.last is not None else None
+
+    def take(self) -> list[Observation]:
+        """The changes seen since the last report taken, in the order they were seen;
+        a report that shows the state already taken is no change and is dropped."""
+        changes = []
+        for observation in self.held:
+            if self.last is not None and observation.key == self.last.key:
+                self.counts.unchanged += 1
+            else:
+                changes.append(observation)
+            self.last = observation
+        self.held.clear()
+        self.counts.taken += len(changes)
+        return changes
