@@ -289,17 +289,21 @@ class RosClient:
 
 
 def play_session(tmp_path: Path, parameters: dict[str, dict], client_name: str,
-                 nodes: Sequence[str] = NODES) -> tuple[int | None, NodeProcesses, str]:
+                 nodes: Sequence[str] = NODES, others: dict[str, list[str]] | None = None
+                 ) -> tuple[int | None, NodeProcesses, str]:
     """Every node of the graph (``nodes``) started with its ``parameters`` (over the
     installed file), the lifecycle manager bringing them up, and the session played until
     the task manager exits: its exit code, the processes (their logs stay readable) and
     the tail of every node's log (for an assertion's message). The task manager must be
-    given ``exit_when_done``."""
+    given ``exit_when_done``. ``others``: processes that are not cecm_ros nodes (a robot
+    stack), by name and command line, started first."""
     executables, params = installed_or_skip(MANAGER)
     domain = RosDomain()
     client = RosClient(client_name)
     processes = NodeProcesses(executables, params, domain.env, tmp_path)
     try:
+        for name, command in (others or {}).items():
+            processes.graph.start(name, command)
         for node in nodes:
             processes.start(node, parameters.get(node))
         assert client.wait_for_nodes(nodes, 30.0)
@@ -308,7 +312,8 @@ def play_session(tmp_path: Path, parameters: dict[str, dict], client_name: str,
             manager['node_names'] = list(nodes)
         processes.start(MANAGER, manager)
         code = processes.wait_for_exit('task_manager', 'the end of the session')
-        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}' for name in nodes)
+        logs = '\n'.join(f'--- {name}\n{processes.log(name)[-3000:]}'
+                         for name in (*nodes, *(others or {})))
         return code, processes, logs
     finally:
         processes.close()

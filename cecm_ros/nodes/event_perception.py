@@ -8,14 +8,16 @@ in the order they were seen, each republished as the task's next ``team_state`` 
 k = the k-th observed change), which the task manager, the panel and the estimator
 read as they do a world's. A report that comes late still lands in order; one seen
 before a change already taken is left out; a step that brought no report leaves the
-robot where it last saw the world. It says so in the log either way.
+robot where it last saw the world. It says so in the log either way. With
+``observation_confirm`` a state reported once that is not the newest is a passing frame
+(a glitch, most often) and is left out (:mod:`~cecm_ros.session.observed_states`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from cecm_ros.msg import ObservedState, TeamState
+from cecm_ros.msg import ObservedState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.session.observed_states import Observation, ObservedStates
 from cecm_ros.session.task_execution import Seen
@@ -31,8 +33,9 @@ def stamp_ns(stamp) -> int:
 class EventPerception:
     """One executor's reports and what it published of them (module docstring)."""
 
-    def __init__(self, node, publisher, settle_s: float):
+    def __init__(self, node, publisher, settle_s: float, confirm: bool = False):
         self.node = node
+        self.confirm = confirm   # a state reported once and not the newest: passing
         self.model = node.model
         self.publisher = publisher   # team_state, for every node that follows the world
         self.settle_s = settle_s
@@ -43,7 +46,7 @@ class EventPerception:
     def _stream(self, task_id: str) -> ObservedStates:
         stream = self.streams.get(task_id)
         if stream is None:
-            stream = self.streams[task_id] = ObservedStates()
+            stream = self.streams[task_id] = ObservedStates(confirm=self.confirm)
             while len(self.streams) > TASKS_KEPT:
                 oldest = next(t for t in self.streams if t != self.task_id)
                 del self.streams[oldest]
@@ -57,7 +60,7 @@ class EventPerception:
         conv.check_domain(self.model, msg.domain, what)
         state = conv.state_from_wire(self.model, msg.true_propositions,
                                      msg.state_features, what)
-        observation = Observation(stamp_ns(msg.header.stamp), _key(msg), state, msg)
+        observation = Observation(stamp_ns(msg.header.stamp), self._key(state), state, msg)
         with self.node.locked():
             verdict = self._stream(msg.task_id).add(observation)
         if verdict == 'late':
@@ -75,7 +78,7 @@ class EventPerception:
         with self.node.locked():
             self.task_id, self.step = task.task_id, 0
             self._stream(task.task_id).begin_run(
-                Observation(stamp_ns(stamp), _key(msg), start, msg))
+                Observation(stamp_ns(stamp), self._key(start), start, msg))
         self.publisher.publish(msg)
         return Seen(msg, start)
 
@@ -106,13 +109,14 @@ class EventPerception:
                      'partner at its own pace); each is a step of the evidence')
         return seen
 
+    def _key(self, state) -> tuple:
+        """What tells two reports apart: the state as the domain reads it (a fact the
+        domain does not know, or the order of the facts, is no change)."""
+        return (self.model.state_to_text(state),)
+
     def summary(self, task_id: str) -> str:
         """What the run's reports came to, for the outcome's log line."""
         with self.node.locked():
             counts = self._stream(task_id).counts
         return (f'{counts.taken} changes seen, {counts.unchanged} reports of no change, '
-                f'{counts.late} left out as late')
-
-
-def _key(msg: ObservedState | TeamState) -> tuple:
-    return tuple(sorted(msg.true_propositions)), tuple(msg.state_features)
+                f'{counts.late} left out as late, {counts.passing} passing frames left out')

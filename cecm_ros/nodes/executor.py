@@ -127,6 +127,11 @@ class Executor(CecmNode):
                      choices=PERCEPTION_MODES)
         self.declare('observed_state_topic', 'observed_state',
                      'With perception events: the ObservedState topic', check=ros_name())
+        self.declare('observation_confirm', True,
+                     'With perception events: a state perception reported only once that is '
+                     'not the newest is a passing frame (a glitch, most often) and no step of '
+                     'its own; for a perception that reports every so often, as a '
+                     'perception stack does (false: every change is a step)')
         self.declare('observation_settle_s', 0.3,
                      'With perception events: how long after each robot skill to wait for '
                      'the reports of what it changed', low=0.0, high=60.0)
@@ -192,7 +197,8 @@ class Executor(CecmNode):
                                              self.guarded(self._on_team_state, 'team_state'),
                                              QOS_TEAM_STATE, callback_group=self.group)]
         publisher = self.create_lifecycle_publisher(TeamState, 'team_state', QOS_TEAM_STATE)
-        self.events = EventPerception(self, publisher, self.param('observation_settle_s'))
+        self.events = EventPerception(self, publisher, self.param('observation_settle_s'),
+                                      self.param('observation_confirm'))
         topic = self.param('observed_state_topic')
         return [publisher, self.create_subscription(
             ObservedState, topic, self.guarded(self._on_observed, topic), QOS_TEAM_STATE,

@@ -185,8 +185,11 @@ class PacedPartner(CecmNode):
 
         try:
             self.wait_until(lambda: key in self.started or over(), None)
+            # Actions other than waiting count towards the limit: a partner who only
+            # stands by does so until the run is over, however slow the robot is.
             limit = PACED_STEP_FACTOR * max(1, planned) + PACED_STEP_EXTRA
-            for count in range(limit):
+            count = acted = 0
+            while acted < limit:
                 state = self._seen(task)
                 if over() or self.model.goal_reached(task, state):
                     return
@@ -194,6 +197,8 @@ class PacedPartner(CecmNode):
                 changed = self._act(task, attempt, count, action, over)
                 if changed is None:
                     return
+                count += 1
+                acted += action != NOOP
                 seen = self._seen_step(task)
                 if changed:   # the world's report of its change is on its way
                     self.wait_until(lambda seen=seen: self._seen_step(task) > seen or

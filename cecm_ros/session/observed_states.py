@@ -8,13 +8,18 @@ were seen; :meth:`~ObservedStates.take` hands the executor, after each robot ste
 changes seen since the last step in that order (several of them when the partner did
 several things meanwhile, none when nothing changed). A report seen before one already
 taken comes too late to be a step of its own: it is left out and counted, so that a
-late message never reorders the steps already published. Not thread-safe: the executor
-node holds its lock.
+late message never reorders the steps already published. With ``confirm`` (for a
+perception that reports what it sees every so often, noise and all), a state that
+perception reported only once and that is not the newest is a passing frame, most often
+a glitch: it is left out, and the change it may have shown reaches the evidence with the
+next state (one observed step may then hold several actions, which the evidence
+explains as a sequence). Not thread-safe: the executor node holds its lock.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,15 +45,18 @@ class StreamCounts:
     taken: int = 0      # changes that became observed steps
     unchanged: int = 0  # reports of the state already taken (perception repeating itself)
     late: int = 0       # seen before a report already taken: left out
+    passing: int = 0    # (confirm) reported once and not the newest: left out
 
 
 class ObservedStates:
     """The reports of one task's runs (module docstring)."""
 
-    def __init__(self, most: int = HELD_MOST):
+    def __init__(self, most: int = HELD_MOST, confirm: bool = False):
         self.most = most
+        self.confirm = confirm
         self.held: list[Observation] = []   # not yet taken, by stamp
-        self.last: Observation | None = None   # the last report taken (the state acted on)
+        self.last: Observation | None = None   # the state taken last (the one acted on)
+        self.through_ns: int | None = None   # the newest stamp taken out of ``held``
         self.counts = StreamCounts()
 
     def begin_run(self, start: Observation) -> None:
@@ -58,12 +66,14 @@ class ObservedStates:
         self.counts = StreamCounts()
         self.held = [o for o in self.held if o.stamp_ns > start.stamp_ns]
         self.last = start
+        self.through_ns = start.stamp_ns
 
     def add(self, observation: Observation) -> str:
         """Hold a report: 'held', 'late' (seen before the last one taken: left out) or
         'repeat' (the same stamp and content as one held)."""
-        if self.last is not None and observation.stamp_ns <= self.last.stamp_ns:
-            if observation.stamp_ns == self.last.stamp_ns and observation.key == self.last.key:
+        if self.through_ns is not None and observation.stamp_ns <= self.through_ns:
+            if observation.stamp_ns == self.through_ns and self.last is not None \
+                    and observation.key == self.last.key:
                 return 'repeat'
             self.counts.late += 1
             return 'late'
@@ -82,18 +92,25 @@ class ObservedStates:
         """When the newest report held or taken was seen (None: none yet)."""
         if self.held:
             return self.held[-1].stamp_ns
-        return self.last.stamp_ns if self.last is not None else None
+        return self.through_ns
 
     def take(self) -> list[Observation]:
         """The changes seen since the last report taken, in the order they were seen;
-        a report that shows the state already taken is no change and is dropped."""
+        a report that shows the state already taken is no change and is dropped, and
+        (``confirm``) so is a passing frame."""
         changes = []
-        for observation in self.held:
+        reported = Counter(o.key for o in self.held)
+        for index, observation in enumerate(self.held):
+            newest = index == len(self.held) - 1
             if self.last is not None and observation.key == self.last.key:
                 self.counts.unchanged += 1
+                self.last = observation
+            elif self.confirm and not newest and reported[observation.key] < 2:
+                self.counts.passing += 1
             else:
                 changes.append(observation)
-            self.last = observation
+                self.last = observation
+            self.through_ns = observation.stamp_ns
         self.held.clear()
         self.counts.taken += len(changes)
         return changes

@@ -88,3 +88,24 @@ def test_report_timing_is_seeded_and_bounded():
     # No repeats and no delay: one sending each, at once; the draws are the same stream.
     plain = ReportTiming(0.0, 0.0, 3, 'task-1')
     assert all(plain.delays() == [0.0] for _ in range(50))
+
+
+def test_with_confirmation_a_state_reported_once_is_a_passing_frame_unless_newest():
+    """A perception that reports every so often says a lasting state more than once; a
+    glitch it says once. The newest report is always taken (the robot acts on it)."""
+    stream = ObservedStates(confirm=True)
+    stream.begin_run(seen(0, 'start'))
+    stream.add(seen(10, 'glitch'))
+    stream.add(seen(20, 'start'))       # the world as it was: no change
+    stream.add(seen(30, 'b'))
+    stream.add(seen(40, 'b'))           # b again: confirmed
+    stream.add(seen(50, 'c'))           # seen once, but the newest
+    assert states(stream.take()) == ['b', 'c']
+    assert (stream.counts.passing, stream.counts.unchanged) == (1, 2)
+    # A late report of a frame left out is late, not a change.
+    assert stream.add(seen(45, 'x')) == 'late'
+    # Without confirmation every change is a step.
+    plain = started()
+    for stamp, what in ((10, 'glitch'), (20, 'start'), (30, 'b')):
+        plain.add(seen(stamp, what))
+    assert states(plain.take()) == ['glitch', 'start', 'b']
