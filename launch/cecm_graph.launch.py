@@ -34,6 +34,12 @@ starts RViz with the package's config/cecm.rviz (where rviz2 is installed).
 ``joy:=true`` adds joy_corrections: a gamepad's buttons (sensor_msgs/Joy on /joy, from
 ``ros2 run joy joy_node``) answer the robot, mapped by config/joy_corrections.yaml or
 ``joy_mapping``; with play:=true they choose the partner's actions too.
+
+``paced:=true`` leaves lockstep: each agent acts at its own pace (world_sim
+``lockstep: false``, its pace and perception settings from params_file), perception
+reports ObservedState events that the executor turns into observed steps
+(``perception: events``), and paced_partner, who never waits for the robot, takes
+simulated_human's place (docs/robot.md, "Perception as events").
 """
 
 import os
@@ -144,7 +150,12 @@ ARGUMENTS = {
                      'answer the robot; with play:=true also the partner)'),
     'joy_mapping': ('', "joy_corrections' button mapping (YAML); '' = params_file (the "
                         "package's config/joy_corrections.yaml)"),
+    'paced': ('false', 'true: each agent at its own pace: world_sim lockstep false, '
+                       'perception as ObservedState events (executor perception: events), '
+                       'paced_partner instead of simulated_human (not with play:=true)'),
 }
+PARTNER = 'simulated_human'
+PACED_PARTNER = 'paced_partner'
 
 
 def _overrides(context) -> dict[str, dict]:
@@ -157,12 +168,13 @@ def _overrides(context) -> dict[str, dict]:
             return text.lower() in ('1', 'true', 'yes', 'on')
         return kind(text)
 
-    per_node = {node: {} for node in (WORLD, *NODES, WEB_PANEL)}
+    per_node = {node: {} for node in (WORLD, *NODES, PACED_PARTNER, WEB_PANEL)}
+    partners = [PARTNER, PACED_PARTNER]
     wiring = {
-        'domain': (str, [WORLD, *NODES, WEB_PANEL]),
-        'partner': (str, [WORLD, 'simulated_human', 'task_manager']),
+        'domain': (str, [WORLD, *NODES, PACED_PARTNER, WEB_PANEL]),
+        'partner': (str, [WORLD, *partners, 'task_manager']),
         'num_tasks': (int, ['task_manager']),
-        'seed': (int, ['task_manager', 'capability_estimator', 'simulated_human']),
+        'seed': (int, ['task_manager', 'capability_estimator', *partners]),
         'samples': (int, ['capability_estimator']),
         'method': (str, ['capability_estimator']),
         'inference': (str, ['capability_estimator']),
@@ -174,13 +186,13 @@ def _overrides(context) -> dict[str, dict]:
         'summary_path': (str, ['task_manager']),
         'partner_id': (str, ['capability_estimator', 'task_manager']),
         'store_path': (str, ['capability_estimator']),
-        'plan_store': (str, ['joint_planner', 'capability_estimator', 'simulated_human',
+        'plan_store': (str, ['joint_planner', 'capability_estimator', *partners,
                              'task_manager']),
         'journal_dir': (str, ['task_manager']),
         'heldout_tasks': (int, ['task_manager']),
         'exit_when_done': (bool, ['task_manager']),
         'answer_intents': (bool, ['simulated_human']),
-        'partner_behaviour': (str, ['simulated_human']),
+        'partner_behaviour': (str, partners),
         'correction_window_s': (float, ['executor']),
         'web_host': (str, [WEB_PANEL]),
         'web_port': (int, [WEB_PANEL]),
@@ -218,6 +230,12 @@ def _overrides(context) -> dict[str, dict]:
         # So does the gamepad, which answers them.
         per_node['executor']['intent_subscribers'] = \
             per_node['executor'].get('intent_subscribers', 1) + 1
+    if _paced(context):
+        # Nobody in lockstep: the world applies each action once its time passed and
+        # reports what it sees as events, the partner acts on its own.
+        per_node[WORLD]['lockstep'] = False
+        per_node['executor']['perception'] = 'events'
+        per_node['task_manager']['partner_node'] = PACED_PARTNER
     if _play(context):
         # The person is the partner: the simulated one only passes their choices on.
         per_node['simulated_human']['partner_behaviour'] = 'person'
@@ -251,6 +269,11 @@ def _web(context) -> bool:
 def _play(context) -> bool:
     return LaunchConfiguration('play').perform(context).strip().lower() in \
         ('1', 'true', 'yes', 'on')
+
+
+def _paced(context) -> bool:
+    """paced:=true, unless a person plays the partner (who answers every step)."""
+    return _flag(context, 'paced') and not _play(context)
 
 
 def _record(context) -> bool:
@@ -325,6 +348,8 @@ def _nodes(context, default_params: str):
     log_level = LaunchConfiguration('log_level').perform(context)
     overrides = _overrides(context)
     names = [WORLD, *NODES]
+    if _paced(context):
+        names[names.index(PARTNER)] = PACED_PARTNER
     if _web(context):   # serving before the session starts, so no intent goes by unseen
         names.insert(names.index('task_manager'), WEB_PANEL)
     actions = []

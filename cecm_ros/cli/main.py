@@ -150,6 +150,18 @@ def _print_task(model, task) -> None:
 def cmd_demo(args) -> int:
     if args.web and args.no_ros:
         raise CecmError('--web needs the node graph (the panel is a ROS node); drop --no-ros')
+    pace = (args.partner_pace_low, args.partner_pace_high)
+    if pace != (0.0, 0.0):
+        from cecm_ros.core.world_conditions import WorldConditions
+
+        WorldConditions(partner_pace_low=pace[0], partner_pace_high=pace[1])   # checked
+        if args.play:
+            raise CecmError('--partner-pace-low/--partner-pace-high: the partner at its own '
+                            'pace is a simulated one; with --play a person plays it step by '
+                            'step (drop one of them)')
+        if args.no_ros:
+            raise CecmError('--partner-pace-low/--partner-pace-high need the node graph (a '
+                            "world at its own pace); `cecm experiment` has them without ROS")
     if args.partner_behaviour is not None:   # refused here, not by a node in the graph
         from cecm_ros.core.partners import PartnerBehaviour
 

@@ -41,7 +41,7 @@ from ament_index_python.packages import (
     get_package_share_directory,
 )
 
-from cecm_ros.core.world_conditions import LOCKSTEP_WORLD_SETTINGS
+from cecm_ros.core.world_conditions import WORLD_SETTINGS
 from cecm_ros.domains import load_domain
 from cecm_ros.tools.options import task_choice_text
 from cecm_ros.tools.process_graph import ProcessGraph, open_private, private_folder
@@ -61,7 +61,9 @@ _DOMAIN = None   # the ROS_DOMAIN_ID this demo holds, when it chose one
 LINE = re.compile(r'\[(?P<severity>[A-Z]+)\] \[(?P<name>[\w/.]+)\]: (?P<message>.*)')
 PANEL_URL = re.compile(r'web panel: (?P<url>http://\S+)')
 # The nodes that plan, and so take the plan_store parameter.
-PLANNING_NODES = ('joint_planner', 'capability_estimator', 'simulated_human', 'task_manager')
+PLANNING_NODES = ('joint_planner', 'capability_estimator', 'simulated_human', 'paced_partner',
+                  'task_manager')
+PARTNER, PACED_PARTNER = 'simulated_human', 'paced_partner'
 OUTPUT_FORMAT = '[{severity}] [{name}]: {message}'
 # Seconds the robot waits for each answer when --correction-window is not given: a
 # person answering (--web), a person who also plays the partner (--play).
@@ -87,7 +89,8 @@ def package_paths() -> tuple[Path, Path]:
         raise DemoError(f'the {PACKAGE} package is not installed in this environment '
                         f'(AMENT_PREFIX_PATH); run `make build` first ({error})') from None
     executables = prefix / 'lib' / PACKAGE
-    missing = [n for n in (*NODES, WEB_PANEL, MANAGER) if not (executables / n).is_file()]
+    missing = [n for n in (*NODES, PACED_PARTNER, WEB_PANEL, MANAGER)
+               if not (executables / n).is_file()]
     if missing:
         raise DemoError(f'node executables {missing} are missing from {executables}; '
                         'run `make build`')
@@ -103,8 +106,8 @@ def write_params(base: Path, args, out: Path,
     settings: dict[str, dict[str, Any]] = {
         'world_sim': {'partner': spec, 'world_seed': args.seed,
                       **{name: float(getattr(args, name, 0.0) or 0.0)
-                         for name in LOCKSTEP_WORLD_SETTINGS}},
-        'simulated_human': {'partner': spec, 'seed': args.seed},
+                         for name in WORLD_SETTINGS}},
+        partner_node(args): {'partner': spec, 'seed': args.seed},
         'task_manager': {'partner': spec, 'num_tasks': args.tasks, 'seed': args.seed,
                          'exit_when_done': True,
                          'summary_path': str((out / 'summary.json').resolve())},
@@ -115,7 +118,15 @@ def write_params(base: Path, args, out: Path,
     }
     settings['task_manager']['journal_dir'] = str((out / 'journal').resolve())
     if getattr(args, 'partner_behaviour', None):
-        settings['simulated_human']['partner_behaviour'] = args.partner_behaviour
+        settings[partner_node(args)]['partner_behaviour'] = args.partner_behaviour
+    if paced(args):
+        # Nobody in lockstep: the world applies each action once its time passed and
+        # reports what it sees as events; the partner acts on its own.
+        settings['world_sim']['lockstep'] = False
+        settings['executor'] = {'perception': 'events'}
+        settings['task_manager']['partner_node'] = PACED_PARTNER
+        manager_names = params.setdefault(MANAGER, {}).setdefault('ros__parameters', {})
+        manager_names['node_names'] = list(graph_nodes(args))
     settings['task_manager'].update(task_choice=args.task_choice,
                                     task_candidates=args.candidates)
     # The demo stops the lifecycle manager first and gives it time to take the nodes
@@ -162,19 +173,30 @@ def write_params(base: Path, args, out: Path,
     return path
 
 
+def paced(args) -> bool:
+    """--partner-pace-low/high: each agent at its own pace (a paced_partner)."""
+    return bool(getattr(args, 'partner_pace_high', 0.0))
+
+
+def partner_node(args) -> str:
+    return PACED_PARTNER if paced(args) else PARTNER
+
+
 def graph_nodes(args) -> tuple[str, ...]:
     """The managed nodes in start order; the panel serves before the session starts."""
+    nodes = tuple(partner_node(args) if node == PARTNER else node for node in NODES)
     if not getattr(args, 'web', False):
-        return NODES
-    return (*NODES[:-1], WEB_PANEL, NODES[-1])
+        return nodes
+    return (*nodes[:-1], WEB_PANEL, nodes[-1])
 
 
 def _web_settings(params: dict, settings: dict, args) -> None:
     """A person answers from the browser: the partner stays silent, the robot waits."""
-    settings['simulated_human']['answer_intents'] = False
+    if not paced(args):   # a paced partner answers nothing anyway
+        settings[PARTNER]['answer_intents'] = False
     # The partner and the panel both hear each intent; the first must reach both.
-    settings['executor'] = {'correction_window_s': correction_window(args),
-                            'intent_subscribers': 2}
+    settings.setdefault('executor', {}).update(
+        correction_window_s=correction_window(args), intent_subscribers=2)
     # A person may take the whole window at every step of a task.
     settings['task_manager']['task_timeout_s'] = 3600.0
     if playing(args):
@@ -395,6 +417,8 @@ def launch_command(args, params: Path, out: Path, record: Path | None = None) ->
                'exit_when_done:=true']
     if getattr(args, 'partner_behaviour', None):
         command.append(f'partner_behaviour:={args.partner_behaviour}')
+    if paced(args):
+        command.append('paced:=true')
     if getattr(args, 'web', False):
         command += ['web:=true', 'answer_intents:=false',
                     f'correction_window_s:={correction_window(args)}',

@@ -199,7 +199,7 @@ def add_demo_options(sub: argparse.ArgumentParser) -> None:
     add_model_options(sub)
     add_partner_options(sub, 'low_capability')
     add_estimator_options(sub)
-    add_world_options(sub, lockstep=True)
+    add_world_options(sub)
     # The demo shows what learning can do: it picks informative tasks (the node graph's
     # own default, and the experiment's, is the given order).
     add_task_choice_options(sub, 'informative')
