@@ -63,7 +63,8 @@ PYTEST_ARGS ?= --durations=25
 # What `make test` runs: all (the suite), graph, or test paths. graph is what CI runs on
 # its second distribution (.ci/run: Jazzy), a few minutes: the node graph end to end
 # over DDS, the launch file (where launch_testing is installed), clean shutdown, the
-# markers, /diagnostics and the gamepad, and the packaging (package.xml, the installed
+# markers, /diagnostics and the gamepad, perception as events with a partner at its own
+# pace on a robot stack, and the packaging (package.xml, the installed
 # share folder and executables, the interfaces). quick: what starts no node graph and no
 # browser (the core, the session layer and the task manager's session runner, the
 # domains), a few minutes, for a change that touches no node; CI runs all.
@@ -71,6 +72,7 @@ TESTS ?= all
 GRAPH_TESTS := test/graph/test_graph_dds.py test/graph/test_launch_tidyup.py \
   test/graph/test_clean_shutdown.py test/graph/test_scene_markers.py \
   test/graph/test_diagnostics.py test/graph/test_joy_corrections.py \
+  test/graph/test_event_perception.py test/graph/test_paced_world_graph.py \
   test/tools/test_packaging.py test/tools/test_ros_domain_ids.py
 QUICK_TESTS := test/core test/session test/domains test/experiments/test_session_runner.py
 TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(if $(filter quick,$(TESTS)),$(QUICK_TESTS),$(TESTS))))

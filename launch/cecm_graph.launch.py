@@ -353,6 +353,9 @@ def _nodes(context, default_params: str):
     if _web(context):   # serving before the session starts, so no intent goes by unseen
         names.insert(names.index('task_manager'), WEB_PANEL)
     actions = []
+    if _flag(context, 'paced') and _play(context):
+        actions.append(LogInfo(msg='paced:=true is ignored with play:=true: the person who '
+                                   'plays the partner does so step by step, in lockstep'))
     for name in names:
         # A node that dies is started again; the lifecycle manager then brings it back
         # to active and the task manager runs the interrupted task again. A plain Node

@@ -15,8 +15,13 @@ robot where it last saw the world. It says so in the log either way. With
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 
+import numpy as np
+
+from cecm_ros.core.domain import NOOP, ROBOT
+from cecm_ros.core.errors import CecmError
 from cecm_ros.msg import ObservedState
 from cecm_ros.nodes import conversions as conv
 from cecm_ros.session.observed_states import Observation, ObservedStates
@@ -24,6 +29,10 @@ from cecm_ros.session.task_execution import Seen
 
 TASKS_KEPT = 4   # tasks whose reports are held (the current one and those before)
 PERCEPTION_MODES = ('team_state', 'events')
+# A report stamped further ahead of this node's clock than this is refused: taken, it
+# would make every later report of its run look late.
+FUTURE_TOLERANCE_NS = 2_000_000_000
+WARN_EVERY_S = 5.0   # the same kind of warning about reports, at most this often
 
 
 def stamp_ns(stamp) -> int:
@@ -42,6 +51,7 @@ class EventPerception:
         self.streams: OrderedDict[str, ObservedStates] = OrderedDict()
         self.task_id = ''
         self.step = 0   # team_state steps published of the current run
+        self._warned: dict[str, float] = {}   # kind of warning -> when last given
 
     def _stream(self, task_id: str) -> ObservedStates:
         stream = self.streams.get(task_id)
@@ -58,16 +68,38 @@ class EventPerception:
         if not msg.task_id:
             raise conv.MessageError(f'{what}: task_id is empty')
         conv.check_domain(self.model, msg.domain, what)
+        seen_ns = stamp_ns(msg.header.stamp)
+        if seen_ns <= 0:
+            raise conv.MessageError(f'{what}: header.stamp is not set (when the state was '
+                                    'seen orders the reports)')
+        ahead = seen_ns - stamp_ns(self.node.stamp())
+        if ahead > FUTURE_TOLERANCE_NS:
+            raise conv.MessageError(f'{what}: header.stamp is {ahead / 1e9:.1f} s ahead of '
+                                    "this node's clock (a report from the future would make "
+                                    'every later one look late; are the clocks in step?)')
         state = conv.state_from_wire(self.model, msg.true_propositions,
                                      msg.state_features, what)
-        observation = Observation(stamp_ns(msg.header.stamp), self._key(state), state, msg)
+        observation = Observation(seen_ns, self._key(state), state, msg)
         with self.node.locked():
             verdict = self._stream(msg.task_id).add(observation)
+            running = msg.task_id == self.task_id
         if verdict == 'late':
-            self.node.get_logger().warning(
-                f'{what} seen at {observation.stamp_ns / 1e9:.3f} s arrived after a later '
-                'report of that task was taken as a step: left out of the steps (late or '
-                'out of order)')
+            self._warn('late', f'{what} seen at {seen_ns / 1e9:.3f} s arrived after a '
+                       'report seen later was taken: left out of the steps (late or out of '
+                       'order; the count is in the run\'s summary)')
+        elif not running:
+            self._warn(f'task {msg.task_id}', f'{what}: no run of that task is under way '
+                       f'(the robot runs {conv.shown(self.task_id) or "none"}); held in '
+                       'case it starts')
+
+    def _warn(self, kind: str, text: str) -> None:
+        """A warning about reports, at most every WARN_EVERY_S per kind."""
+        now = time.monotonic()
+        if now - self._warned.get(kind, -WARN_EVERY_S) >= WARN_EVERY_S:
+            self._warned[kind] = now
+            while len(self._warned) > 64:
+                del self._warned[next(iter(self._warned))]
+            self.node.get_logger().warning(text)
 
     def start(self, task) -> Seen:
         """Step 0 of a run: the task's start as it was set up (perception's reports of
@@ -88,13 +120,15 @@ class EventPerception:
         self.node.wait_until(lambda: self.node._cancel_requested(), self.settle_s)
         with self.node.locked():
             stream = self._stream(self.task_id)
+            before = stream.last.state if stream.last is not None else None
             changes = stream.take()
         seen = []
+        robots = self._robot_change(before, changes, action)
         for index, observation in enumerate(changes):
             self.step += 1
             msg = conv.team_state_msg(
                 self.model, self.task_id, self.step, observation.state,
-                robot_action=action if index == 0 else '',
+                robot_action=action if index == robots else '',
                 stamp=observation.record.header.stamp)
             self.publisher.publish(msg)
             seen.append(Seen(msg, observation.state))
@@ -109,6 +143,23 @@ class EventPerception:
                      'partner at its own pace); each is a step of the evidence')
         return seen
 
+    def _robot_change(self, before, changes: list, action: str) -> int:
+        """Which of a step's changes is the robot's action (for the steps' labels): the
+        first that the action alone explains from the state before it, else the last
+        (the robot's skill ends its step; the partner's changes came meanwhile)."""
+        if not changes or action == NOOP:
+            return -1
+        every = np.ones(len(self.model.catalog), dtype=bool)
+        for index, observation in enumerate(changes):
+            try:
+                after = self.model.transition(before, ROBOT, action, every)[0]
+            except CecmError:
+                break
+            if after == observation.state:
+                return index
+            before = observation.state
+        return len(changes) - 1
+
     def _key(self, state) -> tuple:
         """What tells two reports apart: the state as the domain reads it (a fact the
         domain does not know, or the order of the facts, is no change)."""
@@ -119,4 +170,7 @@ class EventPerception:
         with self.node.locked():
             counts = self._stream(task_id).counts
         return (f'{counts.taken} changes seen, {counts.unchanged} reports of no change, '
-                f'{counts.late} left out as late, {counts.passing} passing frames left out')
+                f'{counts.late} left out as late, {counts.passing} passing frames left out'
+                + (f', {counts.repeats} sent again' if counts.repeats else '')
+                + (f', {counts.overflow} let go unread (too many waiting)'
+                   if counts.overflow else ''))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import OrderedDict
 
 from cecm_ros.action import ExecuteSkill
 from cecm_ros.core.domain import NOOP, Planner
@@ -71,12 +72,15 @@ class PacedPartner(CecmNode):
                      'it is, as a person in the room sees it', check=ros_name())
         self.declare('action_timeout_s', 120.0, 'How long one of its actions may take',
                      low=0.1, high=3600.0)
+        self.declare('stand_by_s', 1.0, 'When its plan has it wait: how long it stands by '
+                     'and watches before it decides again, unless the world changes first',
+                     low=0.05, high=60.0)
         self.planner: Planner | None = None
         self.partner: SimulatedPartner | None = None
         self.run = (None, 0)      # (task, attempt) of the run it is in
-        self.started: set[tuple[str, int]] = set()   # runs whose robot has begun
+        # Runs whose robot has begun, oldest first (an ordered set).
+        self.started: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.world: dict[str, tuple[int, object]] = {}   # task id -> (step, state) seen
-        self.worker: threading.Thread | None = None
 
     def configure(self) -> None:
         self.model = self.load_model()
@@ -118,6 +122,12 @@ class PacedPartner(CecmNode):
         self.wait_for_peers([(name, self.skill_clients[kind].server_is_ready)
                              for kind, name in self.skill_names.items()], 30.0)
 
+    def deactivate(self) -> None:
+        """The run it was in is over (its worker stops); the next request starts one."""
+        with self.locked():
+            self.run = (None, 0)
+        self.notify()
+
     def teardown(self) -> None:
         super().teardown()
         if self.partner is not None:
@@ -126,14 +136,16 @@ class PacedPartner(CecmNode):
 
     # ------------------------------------------------------------------- topics
     def _on_task(self, msg: TaskRequest) -> None:
-        if not self.active or (msg.task_id, msg.attempt) == self._run_key():
+        if not self.active:
             return
         try:
             task = conv.task_from_msg(self.model, msg)
         except conv.MessageError as error:
             self.get_logger().warning(f'ignoring task request: {error}')
             return
-        with self.locked():
+        with self.locked():   # one worker per run, however often the request comes
+            if (msg.task_id, msg.attempt) == self._run_key():
+                return
             self.run = (task, msg.attempt)
             self.world.pop(task.task_id, None)
         self.notify()
@@ -146,17 +158,14 @@ class PacedPartner(CecmNode):
             return
         self.plan_pub.publish(conv.plan_msg(plan, self.model.catalog, self.truth, 'truth',
                                             self.stamp()))
-        worker = threading.Thread(target=self._work,
-                                  args=(task, msg.attempt, human, len(plan.steps)),
-                                  name=f'paced {task.task_id}', daemon=True)
-        self.worker = worker
-        worker.start()
+        threading.Thread(target=self._work, args=(task, msg.attempt, human, len(plan.steps)),
+                         name=f'paced {task.task_id}', daemon=True).start()
 
     def _on_intent(self, msg: RobotIntent) -> None:
         with self.locked():
-            self.started.add((msg.task_id, msg.attempt))
-            while len(self.started) > 50:
-                self.started.pop()
+            self.started[(msg.task_id, msg.attempt)] = None
+            while len(self.started) > 50:   # the oldest runs go
+                self.started.popitem(last=False)
         self.notify()
 
     def _on_world(self, msg: TeamState) -> None:
@@ -185,8 +194,8 @@ class PacedPartner(CecmNode):
 
         try:
             self.wait_until(lambda: key in self.started or over(), None)
-            # Actions other than waiting count towards the limit: a partner who only
-            # stands by does so until the run is over, however slow the robot is.
+            # Its actions count towards the limit, not its standing by: a partner with
+            # nothing to do stands by until the run is over, however slow the robot is.
             limit = PACED_STEP_FACTOR * max(1, planned) + PACED_STEP_EXTRA
             count = acted = 0
             while acted < limit:
@@ -194,12 +203,18 @@ class PacedPartner(CecmNode):
                 if over() or self.model.goal_reached(task, state):
                     return
                 action = paced_partner_action(self.model, human, state)
+                seen = self._seen_step(task)
+                if action == NOOP:
+                    # Standing by is no skill: it watches the world for a while.
+                    self.wait_until(lambda seen=seen: self._seen_step(task) > seen or
+                                    over(), self.param('stand_by_s'))
+                    human.advance(self._seen(task))
+                    continue
                 changed = self._act(task, attempt, count, action, over)
                 if changed is None:
                     return
                 count += 1
-                acted += action != NOOP
-                seen = self._seen_step(task)
+                acted += 1
                 if changed:   # the world's report of its change is on its way
                     self.wait_until(lambda seen=seen: self._seen_step(task) > seen or
                                     over(), STATE_WAIT_S)

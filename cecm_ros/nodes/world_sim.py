@@ -31,8 +31,10 @@ and a partner acts on its own with ``paced_partner``.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import sys
-import threading
+import time
 
 from rcl_interfaces.msg import ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -66,6 +68,13 @@ from cecm_ros.srv import ResetWorld
 
 # TidyUP's skill kinds, whose robot servers the executor names by parameter.
 DEFAULT_SKILLS = ['move', 'pick', 'place', 'wash', conv.WAIT]
+LATE_REPORT_TICK_S = 0.02   # how often a paced world sends the reports whose delay is over
+MIN_PERIOD_S = 0.05         # the shortest perception_period_s (0 is off)
+# The settings of a world at its own pace, and their defaults: set with lockstep true,
+# they are said to apply to nothing.
+PACED_DEFAULTS = {'partner_pace_low': 0.0, 'partner_pace_high': 0.0, 'robot_skill_s': 1.0,
+                  'perception_delay_s': 0.0, 'perception_repeat': 0.0}
+PACED_ONLY = tuple(PACED_DEFAULTS)
 
 
 class WorldSim(CecmNode):
@@ -104,7 +113,7 @@ class WorldSim(CecmNode):
                 self.declare(name, 0.0, 'With lockstep false: ' + WORLD_SETTING_HELP[name],
                              low=0.0, high=100.0)
         self.declare('robot_skill_s', 1.0, 'With lockstep false: how long a robot skill '
-                     'takes (a partner action: partner_pace_low..high times it)', low=0.0,
+                     'takes (a partner action: partner_pace_low..high times it)', low=0.01,
                      high=600.0)
         self.declare('perception_delay_s', 0.0, 'With lockstep false: the longest an '
                      'observed_state report reaches the robot after it was seen (uniform; '
@@ -114,7 +123,8 @@ class WorldSim(CecmNode):
         self.declare('perception_period_s', 1.0, 'With lockstep false: perception also '
                      'reports the world this often when nothing changed, as a perception '
                      'stack that keeps looking does (each report seen afresh, through the '
-                     'noise); 0 = only on a change', low=0.0, high=600.0)
+                     'noise); 0 = only on a change', low=0.0, high=600.0,
+                     check=_period_check)
         self.declare('world_seed', 0, 'Seed of the perception noise and the skill failures '
                      '(with the task and its attempt)', low=0, high=2**31 - 1)
         self.world: WorldSimulator | None = None
@@ -127,6 +137,8 @@ class WorldSim(CecmNode):
         self.outcomes: dict[int, tuple] = {}
         self._cancel_requested: set[bytes] = set()
         self.parked = 0   # skill goals accepted and not finished
+        self.late_reports = []
+        self._report_order = itertools.count()   # ties of the late reports' heap
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
@@ -141,20 +153,32 @@ class WorldSim(CecmNode):
         skills = served_kinds(self.model, self.param('skills'))
         # A lockstep world's perception reports each joint step (team_state), a paced
         # world's the changes as they happen (observed_state).
-        self.team_state_pub = self.create_lifecycle_publisher(
+        self.perception_pub = self.create_lifecycle_publisher(
             TeamState if self.lockstep else ObservedState,
             'team_state' if self.lockstep else 'observed_state', QOS_TEAM_STATE)
         self.world_state_pub = self.create_lifecycle_publisher(
             TeamState, 'world_state', QOS_TEAM_STATE)
         self.pace: PartnerPace | None = None
         self.timing: ReportTiming | None = None
+        self.late_reports: list[tuple[float, int, int, ObservedState]] = []   # a heap
         self._entities = []
-        if not self.lockstep and self.param('perception_period_s') > 0:
+        if not self.lockstep:
+            # One timer sends the reports whose delay is over (those of a world reset
+            # since are dropped), another reports the world again now and then.
             self._entities.append(self.create_timer(
-                self.param('perception_period_s'),
-                self.guarded(self._report_again, 'perception_period_s'),
+                LATE_REPORT_TICK_S, self.guarded(self._send_due, 'late reports'),
                 callback_group=self.group))
-        self._entities[:0] = [self.team_state_pub, self.world_state_pub, self.create_service(
+            if self.param('perception_period_s') > 0:
+                self._entities.append(self.create_timer(
+                    self.param('perception_period_s'),
+                    self.guarded(self._report_again, 'perception_period_s'),
+                    callback_group=self.group))
+        else:
+            unused = [name for name in PACED_ONLY if self.param(name) != PACED_DEFAULTS[name]]
+            if unused:
+                self.get_logger().warning(f'{", ".join(unused)} set, but lockstep is true: '
+                                          'they apply only with lockstep false')
+        self._entities[:0] = [self.perception_pub, self.world_state_pub, self.create_service(
             ResetWorld, '~/reset_world', self.guarded_service(self._on_reset, 'reset_world'),
             callback_group=self.group)]
         for agent, namespace in ((ROBOT, self.param('robot_skill_namespace')),
@@ -177,6 +201,7 @@ class WorldSim(CecmNode):
         with self.locked():
             self.generation += 1   # abort goals waiting for a partner action
             self.pending.clear()
+            self.late_reports.clear()
         self.notify()
 
     def teardown(self) -> None:
@@ -407,7 +432,7 @@ class WorldSim(CecmNode):
                 self._report(task_id, self.perception.see(state), stamp)
             return
         for publisher, shown in ((self.world_state_pub, state),
-                                 (self.team_state_pub, self.perception.see(state)
+                                 (self.perception_pub, self.perception.see(state)
                                   if self.perception is not None else state)):
             publisher.publish(conv.team_state_msg(
                 self.model, task_id, step, shown, robot_action=robot_action,
@@ -422,11 +447,11 @@ class WorldSim(CecmNode):
         report.header.stamp = stamp
         for delay in self.timing.delays():
             if delay <= 0.0:
-                self.team_state_pub.publish(report)
+                self.perception_pub.publish(report)
                 continue
-            timer = threading.Timer(delay, self._send_late, (report,))
-            timer.daemon = True
-            timer.start()
+            heapq.heappush(self.late_reports, (time.monotonic() + delay,
+                                               next(self._report_order), self.generation,
+                                               report))
 
     def _report_again(self) -> None:
         """The periodic report of a world at its own pace: the world as seen now."""
@@ -438,12 +463,26 @@ class WorldSim(CecmNode):
             self._report(self.task.task_id, self.perception.see(self.world.state),
                          self.stamp())
 
-    def _send_late(self, report: ObservedState) -> None:
-        if self.active:
-            try:
-                self.team_state_pub.publish(report)
-            except Exception:  # noqa: BLE001 - the node may be tearing down meanwhile
-                pass
+    def _send_due(self) -> None:
+        """Send the late reports whose delay is over; those of a world reset (or
+        deactivated) since they were seen are dropped."""
+        if not self.active:
+            return
+        now, due = time.monotonic(), []
+        with self.locked():
+            while self.late_reports and self.late_reports[0][0] <= now:
+                _, _, generation, report = heapq.heappop(self.late_reports)
+                if generation == self.generation:
+                    due.append(report)
+        for report in due:
+            self.perception_pub.publish(report)
+
+
+def _period_check(value: float) -> str:
+    if 0.0 < value < MIN_PERIOD_S:
+        return (f'perception_period_s {value:g}: give 0 (report only on a change) or at '
+                f'least {MIN_PERIOD_S:g} s')
+    return ''
 
 
 def _finish(goal_handle, how: str, message: str, changed: bool = False,

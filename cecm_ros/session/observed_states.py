@@ -46,6 +46,8 @@ class StreamCounts:
     unchanged: int = 0  # reports of the state already taken (perception repeating itself)
     late: int = 0       # seen before a report already taken: left out
     passing: int = 0    # (confirm) reported once and not the newest: left out
+    repeats: int = 0    # the same report sent again: one
+    overflow: int = 0   # the oldest held, let go when more than ``most`` waited
 
 
 class ObservedStates:
@@ -57,6 +59,7 @@ class ObservedStates:
         self.held: list[Observation] = []   # not yet taken, by stamp
         self.last: Observation | None = None   # the state taken last (the one acted on)
         self.through_ns: int | None = None   # the newest stamp taken out of ``held``
+        self.handled: set[tuple[int, tuple]] = set()   # (stamp, key) taken out this run
         self.counts = StreamCounts()
 
     def begin_run(self, start: Observation) -> None:
@@ -67,25 +70,27 @@ class ObservedStates:
         self.held = [o for o in self.held if o.stamp_ns > start.stamp_ns]
         self.last = start
         self.through_ns = start.stamp_ns
+        self.handled = {(start.stamp_ns, start.key)}
 
     def add(self, observation: Observation) -> str:
         """Hold a report: 'held', 'late' (seen before the last one taken: left out) or
         'repeat' (the same stamp and content as one held)."""
         if self.through_ns is not None and observation.stamp_ns <= self.through_ns:
-            if observation.stamp_ns == self.through_ns and self.last is not None \
-                    and observation.key == self.last.key:
+            if (observation.stamp_ns, observation.key) in self.handled:
+                self.counts.repeats += 1
                 return 'repeat'
             self.counts.late += 1
             return 'late'
-        index = bisect.bisect_left(self.held, observation)
-        for other in self.held[index:]:
-            if other.stamp_ns != observation.stamp_ns:
-                break
-            if other.key == observation.key:
-                return 'repeat'
-        self.held.insert(index, observation)
+        start = bisect.bisect_left(self.held, observation)
+        end = bisect.bisect_right(self.held, observation)
+        if any(other.key == observation.key for other in self.held[start:end]):
+            self.counts.repeats += 1
+            return 'repeat'
+        # Reports seen at the same instant keep the order they came in.
+        self.held.insert(end, observation)
         if len(self.held) > self.most:
             del self.held[0]
+            self.counts.overflow += 1
         return 'held'
 
     def newest_stamp(self) -> int | None:
@@ -111,6 +116,8 @@ class ObservedStates:
                 changes.append(observation)
                 self.last = observation
             self.through_ns = observation.stamp_ns
+            if len(self.handled) < 4 * self.most:
+                self.handled.add((observation.stamp_ns, observation.key))
         self.held.clear()
         self.counts.taken += len(changes)
         return changes

@@ -170,7 +170,9 @@ class TaskExecution:
             seen = port.observe(step, executed, skill)
             if failed and seen:
                 # The first observed step after the failure: the evidence drops it where
-                # nothing seen changed (the robot's event, not the partner's).
+                # nothing seen changed (the robot's event, not the partner's); from
+                # perception as events every step is a change, so it stays, and a change
+                # there is the partner's.
                 result.failed_steps.append(len(result.trajectory) - 1)
             # The robot acts on what perception reports, unless no world is in it (a
             # glitch): then on the last state it could act on (the evidence keeps both).

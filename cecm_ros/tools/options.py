@@ -100,7 +100,8 @@ def add_estimator_options(parser: argparse.ArgumentParser, replaying: bool = Fal
             text += f' ({spec.off}: off)'
         shown = spec.open or ('%(default)s' if spec.default is not None else 'none')
         if replaying:
-            shown = "the belief's own; from a recording, the estimator node's"
+            shown = ("the belief's own; from a recording, the estimator node's; with "
+                     "--from-dataset, the method's preset")
         elif name == 'likelihood':
             shown += ': usage in every built-in domain'
         elif name == 'window':

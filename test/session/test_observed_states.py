@@ -109,3 +109,23 @@ def test_with_confirmation_a_state_reported_once_is_a_passing_frame_unless_newes
     for stamp, what in ((10, 'glitch'), (20, 'start'), (30, 'b')):
         plain.add(seen(stamp, what))
     assert states(plain.take()) == ['glitch', 'start', 'b']
+
+
+def test_a_report_sent_again_after_it_was_taken_is_a_repeat_not_late():
+    stream = started()
+    stream.add(seen(10, 'a'))
+    stream.add(seen(20, 'b'))
+    assert states(stream.take()) == ['a', 'b']
+    assert stream.add(seen(10, 'a')) == 'repeat'   # not the last one taken, still one
+    assert stream.add(seen(15, 'x')) == 'late'
+    assert (stream.counts.repeats, stream.counts.late) == (1, 1)
+
+
+def test_reports_seen_at_the_same_instant_keep_their_order_and_overflow_is_counted():
+    stream = ObservedStates(most=3)
+    stream.begin_run(seen(0, 'start'))
+    for what in ('a', 'b', 'c'):
+        stream.add(seen(5, what))
+    stream.add(seen(6, 'd'))   # four held of at most three: the oldest goes
+    assert states(stream.take()) == ['b', 'c', 'd']
+    assert stream.counts.overflow == 1

@@ -93,10 +93,12 @@ def split_atom(text: str) -> tuple[str, ...]:
     return parts
 
 
-# A change that no single pair of actions explains is explained by the shortest sequences
-# of at most this many actions (a partner at its own pace does several between two
-# observations), searched over at most this many states.
+# A change that no single pair of actions explains is explained by the sequences of at
+# most this many actions, at most SEQUENCE_ROBOT of them the robot's (a partner at its
+# own pace does several between two observations), searched over at most this many
+# states.
 SEQUENCE_DEPTH = 4
+SEQUENCE_ROBOT = 2
 SEQUENCE_STATES = 20_000
 
 
@@ -566,8 +568,8 @@ class PddlModel(Domain[int]):
         the robot could have made alone, or one two different capabilities explain,
         proves nothing (the likelihood treats a proven capability as certain). A change
         that no pair explains (perception saw several actions at once: a partner at its
-        own pace, a report that came late) is explained by the shortest sequences of
-        either agent's actions (:meth:`_gates_of_sequences`)."""
+        own pace, a report that came late) is explained by the sequences of either
+        agent's actions that make it (:meth:`_gates_of_sequences`)."""
         used = np.zeros(len(self.catalog), dtype=bool)
         robot_actions = [a for a in self.actions if a.agent != HUMAN]
         for before, after in zip(trajectory, trajectory[1:]):
@@ -590,30 +592,41 @@ class PddlModel(Domain[int]):
         return used
 
     def _gates_of_sequences(self, before: int, after: int) -> frozenset[int]:
-        """The gates that every shortest sequence of actions (either agent's, in any
-        order, at most SEQUENCE_DEPTH of them) from ``before`` to ``after`` uses; empty
-        when none is that short or the search grows past SEQUENCE_STATES states (then
-        nothing is proven). Shortest, because a longer detour can always avoid a gate."""
+        """The gates that every sequence of actions from ``before`` to ``after`` uses,
+        among the sequences of at most SEQUENCE_DEPTH actions of either agent in any
+        order with at most SEQUENCE_ROBOT of them the robot's (the robot acts once per
+        observed step; a report that came late may fold two of its steps into one);
+        empty when no sequence is that short or the search grows past SEQUENCE_STATES
+        states (then nothing is proven). Every sequence, not only the shortest: a
+        partner who lacks a capability is the one who takes the longer way round."""
         live = [a for a in self.actions if a.statically_possible]
-        layer: dict[int, set[frozenset[int]]] = {before: {frozenset()}}
+        # (state, robot actions so far) -> the gate sets of the sequences that reach it
+        layer: dict[tuple[int, int], set[frozenset[int]]] = {(before, 0): {frozenset()}}
+        proven: frozenset[int] | None = None
         for _ in range(SEQUENCE_DEPTH):
-            grown: dict[int, set[frozenset[int]]] = {}
-            for state, gate_sets in layer.items():
+            grown: dict[tuple[int, int], set[frozenset[int]]] = {}
+            for (state, robots), gate_sets in layer.items():
                 for action in live:
-                    if not action.applicable(state):
+                    robot = action.agent != HUMAN
+                    if robots + robot > SEQUENCE_ROBOT or not action.applicable(state):
                         continue
                     nxt = action.apply(state)
                     if nxt == state:
                         continue
-                    extra = (frozenset((action.gate,)) if action.agent == HUMAN and
+                    extra = (frozenset((action.gate,)) if not robot and
                              action.gate is not None else frozenset())
-                    grown.setdefault(nxt, set()).update(g | extra for g in gate_sets)
+                    grown.setdefault((nxt, robots + robot), set()).update(
+                        g | extra for g in gate_sets)
                     if len(grown) > SEQUENCE_STATES:
                         return frozenset()
-            if after in grown:
-                return frozenset.intersection(*grown[after])
+            for (state, _), gate_sets in grown.items():
+                if state == after:
+                    for gates in gate_sets:
+                        proven = gates if proven is None else proven & gates
+                        if not proven:
+                            return frozenset()
             layer = grown
-        return frozenset()
+        return proven or frozenset()
 
     def check_state(self, state) -> None:
         if not isinstance(state, (int, np.integer)) or not \

@@ -65,10 +65,11 @@ def test_pessimistic_adds_exactly_the_capabilities_the_partner_used(model, plann
     assert not (estimator.estimate & ~truth).any()
 
 
-def test_several_actions_seen_at_once_prove_what_every_shortest_sequence_uses(model):
+def test_several_actions_seen_at_once_prove_what_every_sequence_that_makes_them_uses(model):
     """A partner at its own pace may do several things between two reports (or a report
-    comes late): the change is explained by the shortest sequences of actions, and a
-    capability is proven only when every one of them uses it."""
+    comes late): the change is explained by the sequences of actions that make it (a
+    bounded number, at most two of them the robot's), and a capability is proven only
+    when every one of them uses it."""
     task = TaskGenerator(model, 2).tasks(3)[2]
     every = np.ones(len(model.catalog), dtype=bool)
     names = list(model.catalog.names)
