@@ -108,7 +108,7 @@ def test_a_session_on_a_robot_stack_with_a_partner_at_its_own_pace_and_perceptio
         'paced_partner': {'partner': PARTNER, 'seed': 3},
         'executor': {'perception': 'events', 'correction_window_s': 0.1,
                      'observation_settle_s': 0.3, 'max_steps': 80},
-        'task_manager': {'partner': PARTNER, 'num_tasks': 3, 'seed': 2,
+        'task_manager': {'partner': PARTNER, 'num_tasks': 3, 'seed': 2, 'heldout_tasks': 0,
                          'partner_node': 'paced_partner', 'exit_when_done': True,
                          'summary_path': str(summary_path)},
         'skill_bridge': {'mapping_file': str(mapping)},
@@ -128,7 +128,7 @@ def test_a_session_on_a_robot_stack_with_a_partner_at_its_own_pace_and_perceptio
     # more than one thing, and the runs say what the reports came to.
     assert 'changes seen since the step before' in executor, logs
     runs = re.findall(r'perception as events: (\d+) changes seen, (\d+) reports of no '
-                      r'change, (\d+) left out as late, \d+ passing frames left out; '
+                      r'change, (\d+) left out as late, \d+ passing frames left out[^;]*; '
                       r'(\d+) robot skills failed', executor)
     assert len(runs) == 3, logs
     assert sum(int(changes) for changes, *_ in runs) > 0, logs
