@@ -97,7 +97,7 @@ def split_atom(text: str) -> tuple[str, ...]:
 # most this many actions, at most SEQUENCE_ROBOT of them the robot's (a partner at its
 # own pace does several between two observations), searched over at most this many
 # states.
-SEQUENCE_DEPTH = 4
+SEQUENCE_DEPTH = 5
 SEQUENCE_ROBOT = 2
 SEQUENCE_STATES = 20_000
 
