@@ -23,8 +23,10 @@ the Bayes factor of "a new partner since this task" (the prior's predictive of t
 alone, estimated from as many prior draws as there are particles, drawn from a stream of
 their own) against "the same partner" (the posterior's predictive), with a prior
 probability of a change :data:`CHANGE_HAZARD` per task; and, when that one does not
-pass, of "a new partner since the task before" against the same partner for the two
-tasks together (a change whose first task the old belief still partly explains). When
+pass but the task still favours a new partner and its factor and the task before's add
+up to within :data:`PAIR_SLACK` of the threshold, of "a new partner since the task
+before" against the same partner for the two tasks together (a change whose first task
+the old belief still partly explains). When
 the change is more likely, the tasks before it (and what they proved) are set aside, the
 particles are the prior draws weighed by the tasks since, and the update says so.
 
@@ -68,6 +70,9 @@ from .vectors import unique_rows
 RESAMPLE_BELOW = 0.5
 # Log-likelihood below a hypothesis's at which its single change stops being evaluated.
 NEGLIGIBLE = 25.0
+# The two-task change test is asked only when the two tasks' own factors add up to within
+# this (log) of the threshold: the two together are about their sum (module docstring).
+PAIR_SLACK = 1.0
 # The prior probability that the partner changed before a given task (module docstring).
 CHANGE_HAZARD = 0.05
 
@@ -298,8 +303,13 @@ class WeightedPosterior(ParticlePosterior):
         if not factor > threshold:
             # A change whose first task the old belief still half explains: the two
             # tasks since the one before, together (their predictive under the belief
-            # before them is the two tasks' surprises), against a fresh partner's.
-            if len(earlier) < 2 or len(self.surprise) < 2:
+            # before them is the two tasks' surprises), against a fresh partner's. Only
+            # when it may pass: the two tasks' factor is about the sum of their own
+            # (within PAIR_SLACK in the measurements), so the planning the earlier task's
+            # fresh draws need is spent only where it can tell.
+            before = self.change_factors[-2] if len(self.change_factors) > 1 else np.nan
+            if len(earlier) < 2 or len(self.surprise) < 2 or not factor > 0.0 \
+                    or not factor + before > threshold - PAIR_SLACK:
                 return False
             previous = earlier[-1]
             pair_logs = self._loglik_of(model, drawn, [previous, item])

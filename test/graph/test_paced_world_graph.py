@@ -6,9 +6,10 @@ manipulation action; each goal takes its time and 15% fail, as a real stack's do
 drive the simulated world; ``world_sim`` (``lockstep: false``) applies each agent's
 action once its time has passed; a ``paced_partner`` works down its own plan at a pace
 of its own (0.5 to 2 of the world's robot skill time per action, about the time of a
-robot step here) without waiting for the robot or answering it; and perception, a node apart from the robot, reports the world as it changes on
-``observed_state``: noisy (facts missed and invented), each report up to 0.6 s late so
-that reports overtake each other, some sent twice. The executor (``perception:
+robot step here) without waiting for the robot or answering it; and perception, a node
+apart from the robot, reports the world as it changes on ``observed_state``: noisy
+(facts missed and invented), each report up to 0.6 s late so that reports overtake each
+other, some sent twice. The executor (``perception:
 events``) turns the reports into the task's observed steps. Every task reaches its goal,
 the robot's failed skills are re-planned after and never count against the partner, the
 estimator learns what the partner showed, nothing reported known is wrong, and no node
