@@ -3,3 +3,18 @@
 Nodes translate messages to core values (``conversions``), call the ROS-free core
 (``cecm_ros.core``) and publish the answers; no algorithm lives here.
 """
+
+import faulthandler as _faulthandler
+import signal as _signal
+import sys as _sys
+
+# A node that stops answering (seen in CI: a process that never logged a line) can be
+# asked where it is: ``kill -USR1 <pid>`` prints every thread's stack to its log, also
+# when a thread holds the interpreter in C code. Registered on import, before any of the
+# node's own imports could be the ones that hang.
+if (hasattr(_signal, 'SIGUSR1') and _sys.stderr is not None
+        and _signal.getsignal(_signal.SIGUSR1) in (_signal.SIG_DFL, None)):
+    try:
+        _faulthandler.register(_signal.SIGUSR1, all_threads=True, chain=False)
+    except (RuntimeError, ValueError, OSError, AttributeError):  # no usable stderr
+        pass

@@ -38,6 +38,19 @@ class ManagedNode:
     next_attempt: float = 0.0
     reason: str = ''               # why the last transition failed
     gave_up: bool = False          # bring_up_attempts used up: left as it is
+    silence_told: bool = False     # never answered, and the manager said so
+
+    def never_answered(self, limit: int) -> bool:
+        """True once: the node has not answered one heartbeat since the manager
+        started and has now missed ``limit`` in a row while its services were seen. The
+        manager retries only a node that answers, so without this word a process that
+        hangs at start, or that DDS left unable to hear the manager, would keep the
+        graph waiting in silence."""
+        if (self.responsive or self.last_answer or self.state or self.silence_told
+                or self.misses < limit):
+            return False
+        self.silence_told = True
+        return True
 
     def missed(self, limit: int) -> bool:
         """One more heartbeat unanswered; whether the node is lost from now on (it

@@ -123,3 +123,44 @@ def test_without_exit_when_done_the_manager_gives_up_but_stays_and_retries_on_st
         assert graph.state(BROKEN) == State.PRIMARY_STATE_ACTIVE
     finally:
         graph.close()
+
+
+# A lifecycle node whose services DDS serves but whose process never takes a request: a
+# process that hangs after it made its node (or one DDS left deaf to the manager).
+NEVER_SPINS = '''
+import time
+import rclpy
+from rclpy.lifecycle import LifecycleNode
+rclpy.init()
+node = LifecycleNode('world_sim')
+time.sleep(600)
+'''
+
+
+def test_a_node_that_never_answers_is_named_once_and_the_graph_waits_for_it(tmp_path):
+    import sys
+
+    from graph_fixtures import NEVER_ANSWERED, NodeNeverAnsweredError
+
+    executables, params = installed_or_skip(MANAGER)
+    domain = RosDomain()
+    processes = NodeProcesses(executables, params, domain.env, tmp_path)
+    client = RosClient('cecm_never_answers_test')
+    try:
+        processes.graph.start(FINE, [sys.executable, '-c', NEVER_SPINS])
+        assert client.wait_for_nodes([FINE], 60.0)
+        processes.start(MANAGER, {'node_names': f'[{FINE}]', 'heartbeat_period_s': 0.2,
+                                  'heartbeat_timeout_s': 0.2})
+        assert processes.wait_for_log(MANAGER, NEVER_ANSWERED, 60.0), processes.log(MANAGER)
+        # A test's wait that fails then fails as the error the suite runs again.
+        with pytest.raises(NodeNeverAnsweredError) as raised:
+            processes.raise_if_a_node_never_answered()
+        log = processes.log(MANAGER)
+        lines = [line for line in log.splitlines() if NEVER_ANSWERED in line]
+        assert len(lines) == 1 and lines[0].startswith(f'[WARN] [{MANAGER}]: {FINE} '), log
+        assert FINE in str(raised.value)
+        assert processes.alive(MANAGER), log     # it waits for the node; it does not end
+    finally:
+        processes.close()
+        client.close()
+        domain.release()

@@ -28,6 +28,24 @@ def test_the_states_are_the_lifecycle_messages_own():
         state.PRIMARY_STATE_ACTIVE, state.PRIMARY_STATE_FINALIZED)
 
 
+def test_a_node_that_never_answered_is_told_once_and_one_that_answered_never():
+    silent = ManagedNode()
+    for _ in range(2):
+        silent.missed(3)
+        assert not silent.never_answered(3)
+    silent.missed(3)
+    assert silent.never_answered(3)
+    silent.missed(3)
+    assert not silent.never_answered(3)                 # said once
+    answered = ManagedNode()
+    answered.answered(UNCONFIGURED, 1.0)
+    brought_up = ManagedNode(state=ACTIVE)              # answered the start-up's calls
+    for node in (answered, brought_up):
+        for _ in range(5):
+            node.missed(3)
+        assert not node.never_answered(3)
+
+
 def test_a_node_is_lost_after_the_misses_in_a_row_and_a_return_is_a_recovery():
     node = ManagedNode()
     assert not node.missed(2) and not node.missed(2)   # never answered: not lost
