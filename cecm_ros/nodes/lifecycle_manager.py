@@ -72,10 +72,6 @@ COMMANDS = {ManageNodes.Request.STARTUP: 'startup', ManageNodes.Request.PAUSE: '
             ManageNodes.Request.SHUTDOWN: 'shutdown'}
 # A get_state request unanswered this long is sent again (its answer may be lost).
 STATE_ATTEMPT_S = 1.0
-# Heartbeats in a row that a node whose services are seen may leave unanswered, having
-# never answered, before the manager says so (one a period, each waiting its timeout:
-# half a minute or more, longer than any start-up on a loaded machine).
-NEVER_ANSWERED_MISSES = 15
 # How long a refused transition waits for the node's own error line on /rosout (the node
 # logs it before it answers, but on another topic, which may be delivered a bit later).
 ERROR_WAIT_S = 1.0
@@ -449,14 +445,8 @@ class LifecycleManager(BoundedLogging, NodeDiagnostics, DeclaredParameters, Node
                 self.get_logger().warning(
                     f'{name}: no answer to {node.misses} heartbeats (died or hangs); it is '
                     'brought back when it answers again')
-            elif self.get[name].service_is_ready() and \
-                    node.never_answered(NEVER_ANSWERED_MISSES):
-                self.get_logger().warning(
-                    f'{name} never answered: its lifecycle services are seen, yet it has '
-                    f'not answered {node.misses} heartbeats in a row since the manager '
-                    'started (a process that hangs, or DDS that left it deaf to the '
-                    'manager; `kill -USR1` on its process prints where its threads are); '
-                    'restart it, and it is brought up when it answers')
+            elif self.get[name].service_is_ready() and node.never_answered():
+                self.get_logger().warning(node.never_answered_warning(name))
             return
         if node.answered(state, now):
             self.get_logger().info(f'{name}: answers again ({LABELS.get(state, state)})')

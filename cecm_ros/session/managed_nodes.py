@@ -21,6 +21,10 @@ UNCONFIGURED, INACTIVE, ACTIVE, FINALIZED = 1, 2, 3, 4
 LABELS = {UNCONFIGURED: 'unconfigured', INACTIVE: 'inactive', ACTIVE: 'active',
           FINALIZED: 'finalized'}
 MAX_RETRY_DELAY_S = 30.0
+# Heartbeats in a row that a node whose services are seen may leave unanswered, having
+# never answered, before the manager says so (one a period, each waiting its timeout:
+# half a minute or more, longer than any start-up on a loaded machine).
+NEVER_ANSWERED_MISSES = 15
 
 
 @dataclass
@@ -40,7 +44,7 @@ class ManagedNode:
     gave_up: bool = False          # bring_up_attempts used up: left as it is
     silence_told: bool = False     # never answered, and the manager said so
 
-    def never_answered(self, limit: int) -> bool:
+    def never_answered(self, limit: int = NEVER_ANSWERED_MISSES) -> bool:
         """True once: the node has not answered one heartbeat since the manager
         started and has now missed ``limit`` in a row while its services were seen. The
         manager retries only a node that answers, so without this word a process that
@@ -51,6 +55,14 @@ class ManagedNode:
             return False
         self.silence_told = True
         return True
+
+    def never_answered_warning(self, name: str) -> str:
+        """The manager's words for a node that never answered."""
+        return (f'{name} never answered: its lifecycle services are seen, yet it has not '
+                f'answered {self.misses} heartbeats in a row since the manager started (a '
+                'process that hangs, or DDS that left it deaf to the manager; `kill -USR1` '
+                'on its process prints where its threads are); restart it, and it is '
+                'brought up when it answers')
 
     def missed(self, limit: int) -> bool:
         """One more heartbeat unanswered; whether the node is lost from now on (it

@@ -6,7 +6,9 @@ leaks an id. Ids come from 1-101, the range in which Fast DDS's ports stay below
 ephemeral ones.
 
 Each reservation of a process starts after the id it took last, so the graphs one test
-run starts one after another do not reuse a domain while it lasts. And before an id is
+run starts one after another do not reuse a domain while it lasts, and an id in which
+live Fast DDS participants already work (a graph started without a reservation) is
+passed over. And before an id is
 handed out, the Fast DDS shared-memory files left by processes that died without
 closing them (the fault tests kill nodes with SIGKILL) are removed: Fast DDS (3.2 here)
 takes such a "zombie" port over when a new participant gets its number, and that
@@ -63,9 +65,11 @@ class DomainReservation:
         self.release()
 
 
-def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST) -> DomainReservation:
+def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST,
+                      folder: Path = SHARED_MEMORY) -> DomainReservation:
     """A free id: the first after the one this process took last (at first, after a
-    place that depends on the process id), with its stale shared memory removed."""
+    place that depends on the process id) that no reservation holds and in which no live
+    Fast DDS participant works (domain_in_use), with its stale shared memory removed."""
     global _last_taken
     count = highest - lowest + 1
     start = os.getpid() % count if _last_taken is None else _last_taken - lowest + 1
@@ -77,8 +81,11 @@ def reserve_domain_id(lowest: int = LOWEST, highest: int = HIGHEST) -> DomainRes
         except OSError:
             holder.close()
             continue
+        if domain_in_use(candidate, folder):
+            holder.close()
+            continue
         _last_taken = candidate
-        remove_stale_shared_memory(candidate)
+        remove_stale_shared_memory(candidate, folder)
         return DomainReservation(candidate, holder)
     raise RuntimeError(f'every ROS_DOMAIN_ID from {lowest} to {highest} is in use on this '
                        'machine')
@@ -124,6 +131,26 @@ def remove_stale_shared_memory(domain_id: int, folder: Path = SHARED_MEMORY,
             continue
         removed.append(name)
     return removed
+
+
+def domain_in_use(domain_id: int, folder: Path = SHARED_MEMORY) -> bool:
+    """Whether a live Fast DDS participant holds a port of ``domain_id``'s own range: a
+    ROS graph that took the id without a reservation (a user's, another job's on a
+    shared machine, or nodes a killed test left running). A graph started there would
+    share its topics and services with that one. Seen only through Fast DDS's shared
+    memory on this machine; another middleware's participants are not."""
+    first = PORT_BASE + PORTS_PER_DOMAIN * domain_id
+    for path in _fast_dds_files(folder):
+        number = _port_number(path.name)
+        if number is None or not number.isdigit() or \
+                not first <= int(number) < first + PORTS_PER_DOMAIN:
+            continue
+        try:
+            if _held(folder / f'{path.name}_el'):
+                return True
+        except OSError:      # another user's lock: taken as held
+            return True
+    return False
 
 
 def owned_shared_memory(pids, folder: Path = SHARED_MEMORY) -> set[str]:

@@ -150,7 +150,7 @@ def test_a_node_that_never_answers_is_named_once_and_the_graph_waits_for_it(tmp_
         processes.graph.start(FINE, [sys.executable, '-c', NEVER_SPINS])
         assert client.wait_for_nodes([FINE], 60.0)
         processes.start(MANAGER, {'node_names': f'[{FINE}]', 'heartbeat_period_s': 0.2,
-                                  'heartbeat_timeout_s': 0.2})
+                                  'heartbeat_timeout_s': 0.2, 'transition_timeout_s': 2.0})
         assert processes.wait_for_log(MANAGER, NEVER_ANSWERED, 60.0), processes.log(MANAGER)
         # A test's wait that fails then fails as the error the suite runs again.
         with pytest.raises(NodeNeverAnsweredError) as raised:

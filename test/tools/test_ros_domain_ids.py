@@ -84,6 +84,27 @@ def test_a_reserved_id_is_held_and_the_next_reservation_takes_another():
 
 
 @PREFIXES
+def test_a_domain_where_live_participants_work_is_passed_over(tmp_path, prefix):
+    # Two ids free of reservations: DOMAIN has a port a live process holds (a graph
+    # started without a reservation), the next one only a dead participant's port.
+    live = _port(tmp_path, PORT, prefix=prefix)
+    dead = _port(tmp_path, PORT + domain_ids.PORTS_PER_DOMAIN, prefix=prefix)
+    lock = os.open(tmp_path / f'{live.name}_el', os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        assert domain_ids.domain_in_use(DOMAIN, tmp_path)
+        assert not domain_ids.domain_in_use(DOMAIN + 1, tmp_path)
+        reservation = reserve_domain_id(DOMAIN, DOMAIN + 1, folder=tmp_path)
+        try:
+            assert reservation.domain_id == DOMAIN + 1
+            assert live.exists() and not dead.exists()   # the dead one was cleared
+        finally:
+            reservation.release()
+    finally:
+        os.close(lock)
+
+
+@PREFIXES
 def test_the_files_a_process_owns_are_found_by_their_locks_and_removed(tmp_path, prefix):
     mine = _port(tmp_path, PORT, prefix=prefix)
     other = _port(tmp_path, PORT + 2, prefix=prefix)
