@@ -74,7 +74,7 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.web.codec import BridgeError, dumps, message_to_json, plain, service_class, type_name
-from cecm_ros.web.server import PanelServer, Relay, ServerSettings
+from cecm_ros.web.server import VERDICT_TIMEOUT_S, PanelServer, Relay, ServerSettings
 from cecm_ros.web.session_state import SessionState
 
 
@@ -178,6 +178,9 @@ class WebPanel(CecmNode):
                      low=0.01, high=1e6)
         self.declare('service_timeout_s', 10.0, 'How long call_service waits for an answer',
                      low=0.1, high=3600.0)
+        self.declare('verdict_timeout_s', VERDICT_TIMEOUT_S,
+                     "How long a client's correction awaits the executor's verdict before "
+                     'the client is told none came', low=0.1, high=3600.0)
         self.declare('web_dir', '',
                      "Folder with index.html, app.js and style.css; '' = the installed "
                      'cecm_ros/web')
@@ -265,7 +268,8 @@ class WebPanel(CecmNode):
             token=token, page=page, assets=assets, layout=self._layout(view_layout),
             origins=origins,
             max_clients=max_clients, max_bytes=max_bytes, rate=rate,
-            service_timeout=self.param('service_timeout_s'))
+            service_timeout=self.param('service_timeout_s'),
+            verdict_timeout=self.param('verdict_timeout_s'))
         self.get_logger().info(f'relaying {len(relay.topic_types)} topics; clients may '
                                f'publish on {" and ".join(relay.publishable)} and call '
                                f'{", ".join(self.bridged) or "no services"}'

@@ -179,6 +179,7 @@ class ServerSettings:
     max_bytes: int               # largest client message answered
     rate: float                  # client messages a second
     service_timeout: float       # seconds call_service waits
+    verdict_timeout: float = VERDICT_TIMEOUT_S   # seconds a correction awaits its verdict
 
 
 class RosSide(Protocol):
@@ -769,8 +770,8 @@ class PanelServer:
                               'send it again once they are answered')
         self.ros.publish_correction(msg)
         key = (msg.task_id, msg.step, msg.header.stamp.sec, msg.header.stamp.nanosec)
-        timer = asyncio.get_running_loop().call_later(VERDICT_TIMEOUT_S, self._no_verdict,
-                                                      key)
+        timer = asyncio.get_running_loop().call_later(self.settings.verdict_timeout,
+                                                      self._no_verdict, key)
         self.pending[key] = Pending(client, data.get('id'), timer)
 
     def _publish_choice(self, client: Client, data: dict) -> None:
@@ -795,8 +796,8 @@ class PanelServer:
         pending = self.pending.pop(key, None)
         if pending is not None:
             self._status(pending.client, 'warning', 'the executor gave no verdict on this '
-                         f'correction within {VERDICT_TIMEOUT_S:g} s (is it running? it '
-                         'answers on robot/correction_status)', pending.op_id)
+                         f'correction within {self.settings.verdict_timeout:g} s (is it '
+                         'running? it answers on robot/correction_status)', pending.op_id)
 
     def _call_service(self, client: Client, data: dict) -> None:
         spelled = data.get('service')
