@@ -185,9 +185,10 @@ class SessionState:
         if key == 'task':
             # A task run again (after an interruption) comes with a new attempt: its
             # steps are new questions.
-            changed = self.task is None or (msg.task_id, msg.attempt) != \
-                (self.task.task_id, self.task.attempt)
-            if changed and self.task is not None and msg.task_id == self.task.task_id:
+            run = (msg.task_id, msg.attempt)
+            changed = self.task is None or run != (self.task.task_id, self.task.attempt)
+            again = changed and self.task is not None and msg.task_id == self.task.task_id
+            if again:
                 # Run again from its start: its later steps come anew.
                 self.team_states.restart(msg.task_id)
                 self._explained = {k: v for k, v in self._explained.items()
@@ -195,8 +196,14 @@ class SessionState:
             self.task = msg
             self.team_states.current = msg.task_id
             if changed:
-                self.closed.clear()
-                self.open = self.ahead = None
+                # What was heard of this very run before its request (the first task's
+                # intent, which nothing held back, may beat the request) stays.
+                self.closed = {k for k in self.closed if k[0] == msg.task_id and not again}
+                if self.open is None or (self.open.task_id, self.open.attempt) != run:
+                    self.open = None
+                if self.ahead is None or \
+                        (self.ahead[0].task_id, self.ahead[0].attempt) != run:
+                    self.ahead = None
                 # Other runs of this task are over; its own early intent is its question.
                 early = self.held.pop((msg.task_id, msg.attempt), None)
                 self.held = {run: value for run, value in self.held.items()

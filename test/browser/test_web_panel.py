@@ -332,6 +332,22 @@ def test_an_intent_heard_before_its_request_is_asked_when_the_request_comes():
     assert all(task_id != 't2' for task_id, _ in session.held)
 
 
+def test_the_first_tasks_intent_heard_before_its_request_stays_open():
+    """Before any request nothing holds an intent back: the first task's intent opens its
+    step at once (a panel may start late), and the request that comes after it keeps the
+    step open (CI at a22c3e0: the page lost the open step and its Agree)."""
+    session = session_of(TidyUpModel(), window_s=10.0)
+    first = RobotIntent(task_id='t1', attempt=0, step=0, action='noop')
+    assert session.observe('intent', first) is True
+    assert session.to_json()['open']['step'] == 0
+    session.observe('task', request('t1', 0))
+    shown = session.to_json()['open']
+    assert shown is not None and (shown['task_id'], shown['attempt']) == ('t1', 0)
+    # A request of another run does not keep it.
+    session.observe('task', request('t1', 1))
+    assert session.to_json()['open'] is None
+
+
 def test_the_session_refuses_what_the_nodes_refuse():
     """Relayed team states and intents are checked as the nodes check them (issue 49):
     team states of steps the world has not reached, a garbage start, a forged intent of an
