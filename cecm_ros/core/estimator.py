@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,9 @@ from .weighted_posterior import WeightedPosterior
 
 BELIEF_FORMAT = 'cecm_ros/capability_belief/2'
 OLDER_BELIEF_FORMATS = ('cecm_ros/capability_belief/1',)
+# Vectors planned ahead at a time: a caller that stops planning ahead (an update is
+# due) waits for at most this many hypotheses' plans.
+AHEAD_CHUNK = 4
 def alike_rows(catalog, live: np.ndarray) -> tuple[tuple[int, ...], ...]:
     """One row per room of the kinds of capability that matter in every room (in TidyUP:
     move, pick, place), for the alike-rooms prior and the ``analogy`` rule; only the
@@ -374,10 +377,13 @@ class Estimator:
                progress: ProgressCallback | None = None) -> UpdateReport:
         raise NotImplementedError
 
-    def plan_ahead(self, task: Task, observed: Sequence[State]) -> None:
+    def plan_ahead(self, task: Task, observed: Sequence[State],
+                   stop: Callable[[], bool] | None = None) -> bool:
         """Make now, while the team still works on ``task``, plans its update will ask
-        for (``observed``: its states so far). The belief is not touched; the update
-        finds the plans in the planner's memory. Nothing to plan here."""
+        for (``observed``: its states so far); whether it got to the end (``stop``,
+        asked between a few plans at a time, cuts it short). The belief is not touched;
+        the update finds the plans in the planner's memory. Nothing to plan here."""
+        return True
 
 
 class OptimisticEstimator(Estimator):
@@ -514,16 +520,47 @@ class CecmEstimator(Estimator):
         return UpdateReport(task.task_id, len(samples), len(accepted), bool(len(accepted)),
                             message)
 
-    def plan_ahead(self, task: Task, observed: Sequence[State]) -> None:
-        # The hypotheses the update weighs first: the distinct particles, in the order
-        # the update asks for them. Only a graded likelihood's model plans ahead (the
-        # accept/reject one is replayed bit for bit, so it keeps to the update's plans).
-        posterior, model = self.belief.posterior, self.likelihood_model
+    def plan_ahead(self, task: Task, observed: Sequence[State],
+                   stop: Callable[[], bool] | None = None) -> bool:
+        # What the update asks for, in its order: the distinct particles on this task,
+        # then the change test's fresh partners on it (drawn from the update's own
+        # stream, so the same ones), then those on the task before (the two-task test,
+        # asked only now and then: planned last); a fresh partner that lacks a capability
+        # the states prove is never planned by the update, nor here. Only a graded
+        # likelihood's model plans ahead (the accept/reject one is replayed bit for bit,
+        # so it keeps to the update's plans). A few vectors at a time, so that ``stop``
+        # is heard soon.
+        belief, model = self.belief, self.likelihood_model
+        posterior = belief.posterior
         if posterior is None or model is None or posterior.particles is None:
-            return
-        particles = posterior.particles
-        first = np.sort(unique_rows(particles, return_index=True)[1])
-        model.plan_ahead(task, particles[first], tuple(plain_state(s) for s in observed))
+            return True
+        states = tuple(plain_state(s) for s in observed)
+        work = [(task, states, posterior.particles)]
+        earlier = posterior.active
+        if earlier and isinstance(posterior, WeightedPosterior):
+            fresh = posterior.change_test_draws(self._update_rng(belief))
+            proven = model.proven(states, posterior.prior.size) & posterior.live
+            fresh = fresh[~(proven[None, :] & ~fresh).any(axis=1)]
+            work.append((task, states, fresh))
+            previous = earlier[-1]
+            proven = proven | posterior.proven_by(previous)
+            work.append((previous.task, previous.observed,
+                         fresh[~(proven[None, :] & ~fresh).any(axis=1)]))
+        for on_task, seen, vectors in work:
+            if not len(vectors):
+                continue
+            vectors = vectors[np.sort(unique_rows(vectors, return_index=True)[1])]
+            for start in range(0, len(vectors), AHEAD_CHUNK):
+                if stop is not None and stop():
+                    return False
+                model.plan_ahead(on_task, vectors[start:start + AHEAD_CHUNK], seen)
+        return True
+
+    def _update_rng(self, belief: CapabilityBelief | None = None) -> np.random.Generator:
+        """The stream of ``belief``'s next update (the same one planning ahead names its
+        draws from)."""
+        belief = self.belief if belief is None else belief
+        return np.random.default_rng([belief.seed, belief.tasks_seen + 1])
 
     def _update_posterior(self, task, observed, progress) -> UpdateReport:
         self.model.validate_task(task)
@@ -534,7 +571,7 @@ class CecmEstimator(Estimator):
                 raise ConfigError(f'task {task.task_id}: observed state {step}: '
                                   f'{error}') from None
         updated = self.belief.copy()
-        rng = np.random.default_rng([updated.seed, updated.tasks_seen + 1])
+        rng = self._update_rng()
         assert updated.posterior is not None   # CE-CM with the posterior has one
         result = updated.posterior.update(task, tuple(plain_state(s) for s in observed),
                                           self.likelihood_model or self.evaluator, rng,

@@ -291,10 +291,7 @@ class WeightedPosterior(ParticlePosterior):
         if not earlier:
             self.change_factors.append(float('nan'))
             return False
-        # The prior draws come from a stream of their own: the test leaves the update's
-        # own random draws as they would be without it.
-        own = rng.spawn(1)[0]
-        drawn = self._canonical(self.prior.sample(own, self.count))
+        drawn = self.change_test_draws(rng)
         fresh_logs = self._loglik_of(model, drawn, [item])
         factor = _log_mean_exp(fresh_logs) - past
         self.change_factors.append(float(factor))
@@ -330,6 +327,18 @@ class WeightedPosterior(ParticlePosterior):
         update.forgotten.extend(_task_name(other.task) for other in earlier
                                 if other not in since)
         return True
+
+    def proven_by(self, item: Evidence) -> np.ndarray:
+        """The capabilities task ``item`` proved the partner has."""
+        return np.asarray(self._proven.get(item.id, np.zeros(self.prior.size, dtype=bool)),
+                          dtype=bool)
+
+    def change_test_draws(self, rng: np.random.Generator) -> np.ndarray:
+        """The fresh partners the change test weighs: prior draws on a stream spawned
+        from the update's ``rng`` (the update's own draws stay as they would be without
+        the test). Known before the update: planning ahead makes their plans while the
+        team still works."""
+        return self._canonical(self.prior.sample(rng.spawn(1)[0], self.count))
 
     def _redraw(self, model: LikelihoodModel, rng: np.random.Generator
                 ) -> tuple[np.ndarray, np.ndarray]:

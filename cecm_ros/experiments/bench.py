@@ -274,9 +274,12 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
                           likelihood: str | None = None, misperception: float = 0.0,
                           world: dict[str, Any] | None = None) -> dict:
     """A session as ``make demo`` runs it (the most informative of ``candidates`` tasks,
-    the robot and the simulated partner, one update per task), in this process, twice:
-    first on a plan store that is new (every plan made, as a first demo on a fresh
-    machine does), then again on the plans the first left in it (a repeated session).
+    the robot and the simulated partner, one update per task), in this process, three
+    times: first on a plan store that is new (every plan made, as a first demo on a fresh
+    machine does), then again on the plans the first left in it (a repeated session),
+    then on a new store again, planning ahead before each update as the estimator node
+    does while the team works (``update_ahead_*``: the pause left after a task whose
+    steps took at least ``ahead_s``; the same belief, ``same_result_ahead``).
 
     ``first_task_s`` is the time from the session's start to its first update's end;
     the update times are the estimator's alone (the plans the choice made are reused).
@@ -300,19 +303,24 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
     sessions: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix='cecm-bench-') as scratch:
         store = store_path or str(Path(scratch) / 'plans.sqlite')
-        for label in ('cold', 'warm'):
+        for label in ('cold', 'warm', 'planned ahead'):
             timings: list[dict] = []
             began = time.perf_counter()
-            with planner_for(model, workers=jobs, plan_cache=store) as planner:
-                results = run_once(model, planner, settings, 0, timings=timings)
+            ahead = label == 'planned ahead'
+            with planner_for(model, workers=jobs, plan_cache=str(Path(scratch) / 'ahead.sqlite')
+                             if ahead else store) as planner:
+                results = run_once(model, planner, settings, 0, timings=timings,
+                                   plan_ahead=ahead)
                 plans_made = planner.calls
             wall = time.perf_counter() - began
             sessions.append({'session_s': wall, 'plans_made': plans_made,
-                             'timings': timings, 'hamming': results[-1].hamming})
+                             'timings': timings, 'hamming': results[-1].hamming,
+                             'beliefs': [(r.theta, r.status) for r in results]})
             say(f'{label} session: {wall:.1f} s, {plans_made} plans made, updates '
                 + ', '.join(f'{t["update_s"]:.2f}' for t in timings) + ' s')
-    cold, warm = sessions
+    cold, warm, ahead_run = sessions
     updates = np.array([t['update_s'] for t in cold['timings']])
+    after_ahead = np.array([t['update_s'] for t in ahead_run['timings']])
     return {
         'first_task_s': round(cold['timings'][0]['total_s'], 3),
         'update_median_s': round(float(np.median(updates)), 3),
@@ -324,6 +332,12 @@ def run_session_benchmark(model: Domain, partner: str, samples: int = 500, seed:
         if warm['session_s'] > 0 else None,
         'session_plans_made': [cold['plans_made'], warm['plans_made']],
         'same_result_warm': cold['hamming'] == warm['hamming'],
+        'update_ahead_median_s': round(float(np.median(after_ahead)), 3),
+        'update_ahead_p95_s': round(float(np.percentile(after_ahead, 95)), 3),
+        'update_ahead_s': [round(t['update_s'], 3) for t in ahead_run['timings']],
+        'ahead_s': [round(t['ahead_s'], 3) for t in ahead_run['timings']],
+        'ahead_plans_made': ahead_run['plans_made'],
+        'same_result_ahead': cold['beliefs'] == ahead_run['beliefs'],
         'session_per_task': [{key: (round(value, 3) if isinstance(value, float) else value)
                               for key, value in entry.items()}
                              for entry in cold['timings']],

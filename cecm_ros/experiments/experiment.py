@@ -252,7 +252,8 @@ def split_tasks(model: Domain, seed: int, count: int) -> tuple[list, list]:
 def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
              run: int, report: Callable[[str], None] | None = None,
              robot_planner: Planner | None = None,
-             timings: list[dict] | None = None) -> list[TaskResult]:
+             timings: list[dict] | None = None,
+             plan_ahead: bool = False) -> list[TaskResult]:
     """One run: a seeded task sequence with one estimator learning along it.
 
     With informative task choice each task is the most informative of ``candidates``
@@ -262,6 +263,9 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
     the rest are held out. ``robot_planner`` plans for the robot when it is not
     ``planner`` (a domain's own optimistic baseline). ``timings``, when given, gets one
     entry per task: the seconds its choice, its execution and its update took.
+    ``plan_ahead`` plans ahead before each update as the estimator node does while the
+    team works (with each prefix of the task's states, as they would come); its seconds
+    and plans are timed apart (``ahead_s``), and the update's belief is the same.
     """
     seed = run_seed(settings.seed, run)
     informative = settings.task_choice == 'informative'
@@ -306,9 +310,14 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             robot = RobotTeammate(robot_planner, estimator.estimate,
                                   ReplanRule(follow_world=True))
             record = run_shared_task(model, task, robot, human, settings.world, seed)
+            ahead_began, ahead_calls = time.perf_counter(), planner.calls
+            evidence = record.evidence(model)
+            if plan_ahead:
+                for count in range(1, len(evidence) + 1):
+                    estimator.plan_ahead(task, evidence[:count])
             executed, executed_calls = time.perf_counter(), planner.calls
             try:
-                update = estimator.update(task, record.evidence(model))
+                update = estimator.update(task, evidence)
             except PlannerTimeoutError as error:
                 # An update that cannot finish leaves the belief as it was (the estimator
                 # never keeps a partial one); the run goes on with the next task.
@@ -321,9 +330,12 @@ def run_once(model: Domain, planner: Planner, settings: ExperimentSettings,
             if timings is not None:
                 now = time.perf_counter()
                 timings.append({'task': task.task_id, 'choose_s': chosen - started,
-                                'execute_s': executed - chosen, 'update_s': now - executed,
+                                'execute_s': ahead_began - chosen,
+                                'update_s': now - executed,
                                 'total_s': now - started,
                                 'choose_plans': chosen_calls - calls,
+                                'ahead_s': executed - ahead_began,
+                                'ahead_plans': executed_calls - ahead_calls,
                                 'update_plans': planner.calls - executed_calls})
             result = task_metrics(model, record, estimator.estimate, estimator.belief.theta, truth,
                                   update.samples_accepted, update.message, run, index,

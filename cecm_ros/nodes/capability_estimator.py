@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from concurrent.futures import Future
+from contextlib import nullcontext
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
@@ -44,12 +45,15 @@ from cecm_ros.nodes.common import (
     run_node,
 )
 from cecm_ros.nodes.diagnostics import wall_time
+from cecm_ros.nodes.partner_queries import list_partners, session_progress
+from cecm_ros.nodes.running_task import RunningTask
 from cecm_ros.session.estimator_parameters import (
     NODE_PARAMETERS,
     parameter_description,
     parameter_range,
     settings_from_parameters,
 )
+from cecm_ros.session.plan_ahead import PlanAhead
 from cecm_ros.srv import (
     ListPartners,
     LoadBelief,
@@ -111,6 +115,9 @@ class CapabilityEstimator(CecmNode):
                      check=_ray_address_check)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
+        self.declare('plan_ahead', True, "Plan the running task's hypotheses while the team "
+                     'works (task/request, team_state), so its update finds them made')
+        self.ahead: PlanAhead | None = None
         self.planner: Planner | None = None
         self.store: PartnerStore | None = None
         self.estimator = None
@@ -141,6 +148,10 @@ class CapabilityEstimator(CecmNode):
                                           ray_address=self.param('ray_address'),
                                           **self.planner_options())
         self.evaluator = evaluator_for(self.method, self.planner)
+        if self.param('plan_ahead'):
+            self.ahead = PlanAhead(self.get_logger().warning, lambda: getattr(
+                self.planner, 'calls', 0) + getattr(self.planner, 'store_hits', 0))
+            self._entities += RunningTask(self, self.model, self._want_ahead).entities
         belief = self.store.load(self.partner_id)
         try:
             self.estimator = self._make_estimator(belief)
@@ -161,7 +172,7 @@ class CapabilityEstimator(CecmNode):
             (PartnerCommand, '~/delete_partner', self._on_delete),
             (SessionProgress, '~/session_progress', self._on_progress),
         )
-        self._entities = [
+        self._entities += [
             self.belief_pub,
             ActionServer(self, EstimateCapabilities, '~/estimate',
                          execute_callback=self._execute, goal_callback=self._on_goal,
@@ -184,6 +195,9 @@ class CapabilityEstimator(CecmNode):
                                      if belief.settings.weighted else ''))
 
     def teardown(self) -> None:
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead.close()
         store, self.store = self.store, None
         if store is not None:
             store.close()
@@ -216,6 +230,17 @@ class CapabilityEstimator(CecmNode):
 
     def activate(self) -> None:
         self._publish()
+
+    def _want_ahead(self, task, states, run) -> None:
+        ahead = self.ahead
+        if ahead is not None and self.active:
+            ahead.want(self.estimator, task, states, run)
+
+    def _planner_alone(self, updating: str | None = None):
+        """The planner for an update (of task ``updating``) or a ranking alone (planning
+        ahead waits)."""
+        ahead = self.ahead
+        return ahead.exclusive(updating) if ahead is not None else nullcontext()
 
     def _make_estimator(self, belief: CapabilityBelief | None):
         return make_estimator(self.method, self.model, self.evaluator, self.settings,
@@ -298,7 +323,8 @@ class CapabilityEstimator(CecmNode):
             self.get_logger().info(
                 f'task {outcome.task_id}: {result.message}; estimate lacks '
                 f'{self.model.catalog.describe_missing(self.estimator.estimate)} '
-                f'({self.estimator.belief.tasks_seen} tasks seen)')
+                f'({self.estimator.belief.tasks_seen} tasks seen; the update took '
+                f'{getattr(self, "update_s", 0.0):.2f} s)')
             finish_goal(goal_handle.succeed)
         finally:
             with self.locked():
@@ -311,6 +337,7 @@ class CapabilityEstimator(CecmNode):
 
     def _update(self, goal_handle, outcome) -> tuple[dict, bool]:
         """One update, committed with its log entry; (report, whether it changed)."""
+        self.update_s = 0.0
         task, trajectory = conv.outcome_from_msg(self.model, outcome)
         if outcome.partner_id and outcome.partner_id != self.partner_id:
             raise conv.MessageError(f'the outcome is about partner {outcome.partner_id!r}, '
@@ -340,10 +367,16 @@ class CapabilityEstimator(CecmNode):
                 samples_evaluated=done, samples_total=of))
 
         snapshot = self.estimator.belief.copy()
-        self.get_logger().info(f'task {task.task_id}: updating with a trajectory of '
-                               f'{len(trajectory)} states')
         try:
-            update = self.estimator.update(task, trajectory, progress)
+            planner_ahead = self.ahead
+            with self._planner_alone(task.task_id):
+                ahead = planner_ahead.planned_for(task.task_id) if planner_ahead else 0
+                self.get_logger().info(f'task {task.task_id}: updating with a trajectory of '
+                                       f'{len(trajectory)} states ({ahead} plans made or read '
+                                       'from the plan store ahead)')
+                began = time.monotonic()
+                update = self.estimator.update(task, trajectory, progress)
+                self.update_s = time.monotonic() - began
             report = {'samples_evaluated': update.samples_evaluated,
                       'samples_accepted': update.samples_accepted,
                       'updated': update.updated, 'message': update.message}
@@ -428,9 +461,11 @@ class CapabilityEstimator(CecmNode):
                 estimator = self.estimator
             vectors, weights = estimator.hypotheses()
             epsilon = estimator.belief.settings.epsilon
-            choice = self._rank_once(
-                ranking_key(candidates, vectors, weights, epsilon),
-                lambda: choose_task(candidates, vectors, weights, self.evaluator, epsilon))
+            def rank():
+                with self._planner_alone():
+                    return choose_task(candidates, vectors, weights, self.evaluator, epsilon)
+
+            choice = self._rank_once(ranking_key(candidates, vectors, weights, epsilon), rank)
         except (CecmError, ValueError) as error:
             response.success, response.message = False, str(error)
             self.get_logger().warning(f'rank_tasks: {error}')
@@ -471,23 +506,7 @@ class CapabilityEstimator(CecmNode):
         return running.result()
 
     def _on_list(self, request: ListPartners.Request, response: ListPartners.Response):
-        try:
-            profiles = self.store.partners()
-        except CecmError as error:
-            response.success = False
-            response.message = (f'cannot list the partners: {error}; reset_partner or '
-                                'delete_partner repairs that profile')
-            self.get_logger().warning(f'list_partners: {error}')
-            return response
-        response.store_path = self.param('store_path')
-        response.partner_ids = [p.partner_id for p in profiles]
-        response.methods = [p.method for p in profiles]
-        response.inference = [p.inference for p in profiles]
-        response.tasks_seen = [p.tasks_seen for p in profiles]
-        response.log_entries = [p.log_entries for p in profiles]
-        response.success = True
-        response.message = f'{len(profiles)} partner profiles'
-        return response
+        return list_partners(self.store, self.param('store_path'), response, self.get_logger())
 
     def _on_export(self, request: PartnerCommand.Request, response: PartnerCommand.Response):
         if not request.path.strip():
@@ -542,24 +561,8 @@ class CapabilityEstimator(CecmNode):
 
     def _on_progress(self, request: SessionProgress.Request,
                      response: SessionProgress.Response):
-        if not request.session_id:
-            response.success, response.message = False, 'session_progress needs a session_id'
-            return response
-        entries = sorted(self.store.log(self.partner_id, request.session_id),
-                         key=lambda e: e.task_index)
-        indices = [e.task_index for e in entries]
-        if len(set(indices)) != len(indices):
-            response.success = False
-            response.message = (f'session {request.session_id!r} has a position twice in its '
-                                f'task log (indices {indices})')
-            return response
-        response.task_ids = [e.task.task_id for e in entries]
-        response.task_indices = indices
-        response.tasks_seen = self.estimator.belief.tasks_seen
-        response.success = True
-        response.message = (f'{len(entries)} tasks of session {request.session_id!r} applied '
-                            f'to {self.partner_id!r}')
-        return response
+        return session_progress(self.store, self.partner_id,
+                                self.estimator.belief.tasks_seen, request, response)
 
     def diagnostic_values(self) -> dict:
         """/diagnostics: the last update, the particles or samples held, the update at
@@ -573,6 +576,7 @@ class CapabilityEstimator(CecmNode):
                 'update_running': bool(getattr(self, 'busy', False)),
                 'method': getattr(self, 'method', ''),
                 'particles': len(held) if held is not None else 0,
+                'plans_made_ahead': getattr(getattr(self, 'ahead', None), 'plans', 0),
                 'tasks_seen': belief.tasks_seen if belief is not None else 0,
                 'partner_id': getattr(self, 'partner_id', '')}
 

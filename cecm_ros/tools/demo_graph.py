@@ -116,6 +116,8 @@ def write_params(base: Path, args, out: Path,
             'store_path': str((out / 'partners.sqlite').resolve()),
             **_estimator_parameters(args)},
     }
+    if getattr(args, 'no_plan_ahead', False):
+        settings['capability_estimator']['plan_ahead'] = False
     settings['task_manager']['journal_dir'] = str((out / 'journal').resolve())
     if getattr(args, 'partner_behaviour', None):
         settings[partner_node(args)]['partner_behaviour'] = args.partner_behaviour

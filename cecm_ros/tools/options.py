@@ -212,6 +212,9 @@ def add_demo_options(sub: argparse.ArgumentParser) -> None:
                      help='plan and simulate without the ROS 2 node graph')
     add_behaviour_option(sub)
     add_plan_store_options(sub)
+    sub.add_argument('--no-plan-ahead', action='store_true',
+                     help="the estimator plans only in its updates, not while the team works "
+                          "(capability_estimator's plan_ahead: false)")
     web = sub.add_argument_group('browser correction panel')
     web.add_argument('--web', action='store_true',
                      help='a person answers the robot from the web panel (URL printed)')

@@ -435,3 +435,55 @@ def test_planning_ahead_leaves_the_update_less_to_plan_and_the_same_belief(model
     assert sum(with_ahead) < sum(without), (update_plans, ahead_plans)
     assert np.allclose(beliefs[0].theta, beliefs[1].theta)
     assert [r.status for r in beliefs[0].report] == [r.status for r in beliefs[1].report]
+
+
+def test_planning_ahead_names_the_change_tests_fresh_partners_the_update_weighs(
+        model, monkeypatch):
+    """The change test of the next update weighs fresh partners drawn from the update's
+    own stream: planning ahead draws the very same ones (so their plans are made while
+    the team works), and drawing them leaves the update's belief as it was."""
+    drawn: list[np.ndarray] = []
+    real = WeightedPosterior.change_test_draws
+
+    def recorded(self, rng):
+        drawn.append(real(self, rng))
+        return drawn[-1]
+
+    monkeypatch.setattr(WeightedPosterior, 'change_test_draws', recorded)
+    truth = model.catalog.resolve(PARTNER)
+    first, second = model.task_generator(11).tasks(2)
+    with OptimalErrandsPlanner(model) as partner:
+        observed = [partner.plan(task, truth).trajectory for task in (first, second)]
+    beliefs = []
+    for ahead in (True, False):
+        with OptimalErrandsPlanner(model) as own:
+            estimator = make_estimator('cecm', model, SharedPlanEvaluator(own),
+                                       EstimatorSettings(samples=120), seed=2)
+            if ahead:
+                estimator.plan_ahead(first, observed[0][:1])
+                assert drawn == []          # no change test before a second task
+            estimator.update(first, observed[0])
+            if ahead:
+                estimator.plan_ahead(second, observed[1][:1])
+            estimator.update(second, observed[1])
+            beliefs.append(estimator.belief)
+    # Drawn ahead, drawn by the update with planning ahead, and by the one without.
+    assert len(drawn) == 3 and np.array_equal(drawn[0], drawn[1])
+    assert np.array_equal(drawn[1], drawn[2]) and len(np.unique(drawn[0], axis=0)) > 1
+    assert np.array_equal(beliefs[0].theta, beliefs[1].theta)
+    assert [r.status for r in beliefs[0].report] == [r.status for r in beliefs[1].report]
+
+
+def test_planning_ahead_stops_when_asked(model):
+    """A caller whose update is due stops planning ahead between a few plans: asked to
+    stop at once, nothing is planned and it says it did not finish."""
+    settings = EstimatorSettings(samples=120)
+    task = model.task_generator(11).tasks(1)[0]
+    with OptimalErrandsPlanner(model) as own:
+        estimator = make_estimator('cecm', model, SharedPlanEvaluator(own), settings, seed=2)
+        start = (model.initial_state(task),)
+        assert estimator.plan_ahead(task, start, stop=lambda: True) is False
+        assert own.calls == 0
+        asked = []
+        assert estimator.plan_ahead(task, start, stop=lambda: asked.append(1) and False)
+        assert own.calls > 0 and len(asked) >= 2

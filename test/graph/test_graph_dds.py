@@ -209,6 +209,17 @@ def test_belief_moves_toward_the_true_capabilities(session):
         assert status != 'known_absent' or not present, name
 
 
+def test_the_estimator_planned_ahead_while_the_team_worked(session):
+    """The estimator follows the running task (task/request, team_state) and plans its
+    hypotheses while the team works: an update finds plans made ahead for its task."""
+    log = session['processes'].log('capability_estimator')
+    ahead = [int(n) for n in re.findall(
+        r'updating with a trajectory of \d+ states \((\d+) plans made or read from the '
+        r'plan store ahead\)', log)]
+    assert len(ahead) == TASKS and sum(ahead) > 0, log[-3000:]
+    assert 'planning ahead' not in log, log[-3000:]    # no failure was warned
+
+
 def test_corrections_were_counted(session):
     summary = session['summary']
     assert summary is not None, _logs(session)

@@ -27,3 +27,13 @@ def test_every_listener_the_demo_starts_is_waited_for(tmp_path, flags, listeners
     path = write_params(REPO / 'config' / 'tidyup_sim.yaml', args, tmp_path)
     executor = yaml.safe_load(path.read_text())['executor']['ros__parameters']
     assert executor['intent_subscribers'] == listeners
+
+
+@pytest.mark.parametrize(('flags', 'planned_ahead'), [([], True), (['--no-plan-ahead'], False)])
+def test_the_estimator_plans_ahead_unless_the_demo_is_told_not_to(tmp_path, flags,
+                                                                   planned_ahead):
+    args = build_parser().parse_args(['demo', f'--out={tmp_path}', *flags])
+    args.partner = 'low_capability'
+    path = write_params(REPO / 'config' / 'tidyup_sim.yaml', args, tmp_path)
+    estimator = yaml.safe_load(path.read_text())['capability_estimator']['ros__parameters']
+    assert estimator.get('plan_ahead', True) is planned_ahead

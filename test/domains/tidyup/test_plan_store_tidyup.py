@@ -138,6 +138,11 @@ def test_the_session_benchmark_reports_latency_and_the_warm_repeat(model):
     assert result['same_result_warm']
     assert len(result['session_per_task']) == 2
     assert result['update_median_s'] <= result['update_p95_s']
+    # Planned ahead (as the estimator node does while the team works), on a new store:
+    # plans were made ahead of each update, and the run ends as the cold one did.
+    assert result['same_result_ahead'] and result['ahead_plans_made'] > 0
+    assert len(result['ahead_s']) == 2
+    assert result['update_ahead_median_s'] <= result['update_ahead_p95_s']
 
 
 def test_a_journal_gives_a_task_s_later_held_out_metrics_with_its_row(tmp_path):
