@@ -150,7 +150,8 @@ class CapabilityEstimator(CecmNode):
         self.evaluator = evaluator_for(self.method, self.planner)
         if self.param('plan_ahead'):
             self.ahead = PlanAhead(self.get_logger().warning, lambda: getattr(
-                self.planner, 'calls', 0) + getattr(self.planner, 'store_hits', 0))
+                self.planner, 'calls', 0) + getattr(self.planner, 'store_hits', 0),
+                lambda: self.active)
             self._entities += RunningTask(self, self.model, self._want_ahead).entities
         belief = self.store.load(self.partner_id)
         try:

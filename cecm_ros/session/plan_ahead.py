@@ -34,9 +34,11 @@ class PlanAhead:
     needs), and says so once."""
 
     def __init__(self, warn: Callable[[str], None],
-                 plans_made: Callable[[], int] = lambda: 0):
+                 plans_made: Callable[[], int] = lambda: 0,
+                 wanted: Callable[[], bool] = lambda: True):
         self._warn = warn
         self._plans_made = plans_made
+        self._still_wanted = wanted          # False: stop at the next few plans (inactive)
         self._planned: dict[str, int] = {}   # plans made ahead, by task (the latest few)
         self._latest: Hashable = None         # the run of the latest wish
         self._over: list[Hashable] = []       # runs updated or failed (the latest few)
@@ -112,7 +114,7 @@ class PlanAhead:
             self._over = [*self._over[-(RUNS_KEPT - 1):], run]
 
     def _stopped(self) -> bool:
-        return self._closed or self._exclusive > 0
+        return self._closed or self._exclusive > 0 or not self._still_wanted()
 
     def _run(self) -> None:
         while True:

@@ -151,6 +151,20 @@ def test_a_failure_is_one_warning_and_the_thread_goes_on():
         ahead.close()
 
 
+def test_a_node_no_longer_active_stops_planning_ahead_at_its_next_piece():
+    active = [True]
+    ahead = PlanAhead(lambda _: None, wanted=lambda: active[0])
+    estimator = Chunked(chunks=100_000, chunk_s=0.001)
+    try:
+        ahead.want(estimator, 'task-1', ['s0'])
+        assert _until(estimator.inside.is_set)
+        active[0] = False
+        assert _until(lambda: not estimator.inside.is_set())
+        assert ahead.finished == 0 and estimator.pieces < 100_000
+    finally:
+        ahead.close()
+
+
 def test_close_stops_a_long_plan_at_its_next_piece():
     ahead = PlanAhead(lambda _: None)
     estimator = Chunked(chunks=100_000, chunk_s=0.001)
