@@ -25,10 +25,15 @@ NODES = ('world_sim', 'joint_planner', 'capability_estimator', 'simulated_human'
 MANAGER = 'lifecycle_manager'
 # What the lifecycle manager logs of a node whose services it sees but that never answers.
 NEVER_ANSWERED = 'never answered: its lifecycle services are seen'
+# What a node logs when a peer it waits for is in the ROS graph but its own DDS
+# participant never matched it (cecm_ros.nodes.peers): discovery on this machine failed.
+NEVER_MATCHED = "yet not matched by this node's DDS participant"
 
 
 class NodeNeverAnsweredError(AssertionError):
-    """A graph test failed because a node never answered the lifecycle manager."""
+    """A graph test failed because a node never answered the lifecycle manager, or a
+    node's DDS participant never matched a peer the ROS graph lists: the machine's DDS
+    discovery failed (cecm_ros.tools.ros_domain_ids), not the package."""
 
 
 # A graph at work logs every joint step, plan and update; this long without a new line
@@ -192,12 +197,26 @@ class NodeProcesses:
         cecm_ros.tools.ros_domain_ids) fails as NodeNeverAnsweredError, which the suite runs
         once more (Makefile: PYTEST_ARGS); any other failure stands."""
         lines = [line for line in self.log(MANAGER).splitlines() if NEVER_ANSWERED in line]
+        silent = {line.split(']: ', 1)[-1].split(' ', 1)[0] for line in lines}
+        for name in self.processes:
+            unmatched = [line for line in self.log(name).splitlines() if NEVER_MATCHED in line]
+            if unmatched:
+                lines.append(f'{name}: {unmatched[-1]}')
+                silent.add(name)
         if lines:
-            silent = {line.split(']: ', 1)[-1].split(' ', 1)[0] for line in lines}
             raise NodeNeverAnsweredError(
                 '\n'.join(lines) + '\n' + '\n'.join(
-                    f'--- {name} (its stacks, if it lives)\n{self.log(name)[-4000:]}'
-                    for name in sorted(silent)))
+                    f'--- {name} ({self.status(name)}; its stacks, if it lives)\n'
+                    f'{self.log(name)[-4000:]}' for name in sorted(silent)))
+
+    def status(self, name: str) -> str:
+        """'running', 'exited with code N' or 'not started': a silent log means little
+        without it."""
+        process = self.processes.get(name)
+        if process is None:
+            return 'not started'
+        code = process.poll()
+        return 'running' if code is None else f'exited with code {code}'
 
     def dump_stacks(self) -> None:
         """Every live process prints its threads' stacks into its log (SIGUSR1, which

@@ -139,6 +139,9 @@ def graph(tmp_path_factory):
                              'the graph coming up', stall_s=60.0, limit_s=300.0)
         except AssertionError as error:
             print(error)
+            # Where each node was (its stacks), and a rerun when DDS discovery failed.
+            processes.dump_stacks()
+            processes.raise_if_a_node_never_answered()
         match = re.search(r'web panel: (http://\S+)', processes.log(PANEL))
         state = {'client': client, 'processes': processes, 'seen': seen,
                  'publisher': publisher, 'up': up in processes.log(MANAGER) and bool(match)}
@@ -153,8 +156,9 @@ def graph(tmp_path_factory):
 
 
 def _logs(graph, tail: int = 2500) -> str:
-    return '\n'.join(f'--- {name}\n{graph["processes"].log(name)[-tail:]}'
-                     for name in (*GRAPH, MANAGER))
+    processes = graph['processes']
+    return '\n'.join(f'--- {name} ({processes.status(name)})\n{processes.log(name)[-tail:]}'
+                      for name in (*GRAPH, MANAGER))
 
 
 def _ready(graph) -> None:
