@@ -61,7 +61,8 @@ DEMO_ARGS ?=
 # --durations: the slowest tests at the end of every run (the suite aims at ~15 min).
 # --reruns/--only-rerun: a graph test that failed because one of its nodes never answered
 # the lifecycle manager (NodeNeverAnsweredError, test/graph_fixtures.py: a process that hung
-# at start or a participant Fast DDS left deaf, as seen in CI at 99638e8) runs
+# at start or a participant Fast DDS left deaf, as seen in CI at 99638e8), or because a
+# node's participant never matched a peer the ROS graph lists (CI at 02f76a1), runs
 # once more; every other failure stands at once.
 PYTEST_ARGS ?= --durations=25 --reruns 1 --only-rerun NodeNeverAnsweredError
 # What `make test` runs: all (the suite), graph, or test paths. graph is what CI runs on
