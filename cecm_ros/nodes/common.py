@@ -68,7 +68,9 @@ QOS_TEAM_STATE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50,
                             reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # Intents, corrections and step results: every one matters, only while it is current.
-QOS_EVENTS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20,
+# Deep enough that a burst from several senders at once (panels, consoles, a gamepad, the
+# simulated partner) waits in the queue of a busy subscriber instead of being dropped.
+QOS_EVENTS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
 # A session's per-task reports: a late subscriber (a browser panel) gets its history.

@@ -50,9 +50,10 @@ from cecm_ros.web.codec import (
 from cecm_ros.web.session_state import ChoiceRefusedError, RefusedMessageError, SessionState
 
 VERDICT_TIMEOUT_S = 5.0                  # wait for the executor's CorrectionStatus
-# Corrections of all clients awaiting the executor's verdict: well below the depth (20)
+# Corrections of all clients awaiting the executor's verdict: well below the depth (100)
 # of the queues of robot/correction and robot/correction_status, so that none is lost
-# in a flood; one more is refused with the reason, for the client to send again.
+# in a flood, also with other senders at work; one more is refused with the reason, for
+# the client to send again.
 MAX_PENDING = 8
 # Warnings about clients' mistakes: this many at once, then one every few seconds (the
 # others are counted in the next), so that no client can fill the log.
