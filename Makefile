@@ -78,6 +78,7 @@ GRAPH_TESTS := test/graph/test_graph_dds.py test/graph/test_launch_tidyup.py \
   test/graph/test_clean_shutdown.py test/graph/test_scene_markers.py \
   test/graph/test_diagnostics.py test/graph/test_joy_corrections.py \
   test/graph/test_event_perception.py test/graph/test_paced_world_graph.py \
+  test/graph/test_spin_slice.py \
   test/tools/test_packaging.py test/tools/test_ros_domain_ids.py
 QUICK_TESTS := test/core test/session test/domains test/experiments/test_session_runner.py
 TEST_PATHS := $(if $(filter all,$(TESTS)),test,$(if $(filter graph,$(TESTS)),$(GRAPH_TESTS),$(if $(filter quick,$(TESTS)),$(QUICK_TESTS),$(TESTS))))
