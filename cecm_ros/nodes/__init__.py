@@ -16,5 +16,9 @@ if (hasattr(_signal, 'SIGUSR1') and _sys.stderr is not None
         and _signal.getsignal(_signal.SIGUSR1) in (_signal.SIG_DFL, None)):
     try:
         _faulthandler.register(_signal.SIGUSR1, all_threads=True, chain=False)
+        # A process that dies of a fatal signal (a crash in the DDS middleware at start,
+        # say) leaves its threads' stacks in its log too, instead of an empty log.
+        if not _faulthandler.is_enabled():
+            _faulthandler.enable(all_threads=True)
     except (RuntimeError, ValueError, OSError, AttributeError):  # no usable stderr
         pass

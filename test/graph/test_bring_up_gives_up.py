@@ -190,3 +190,17 @@ def test_a_peer_the_graph_lists_but_dds_never_matched_fails_as_the_error_run_aga
         assert 'world_sim' not in message, message
     finally:
         processes.close()
+
+
+def test_a_node_process_that_crashes_leaves_its_stacks_in_its_log():
+    """A node process killed by a fatal signal (a crash in the middleware at start) says
+    where it was: its log was empty in CI runs where a node never answered."""
+    import signal
+    import sys
+
+    code = ('import os, signal, cecm_ros.nodes\n'
+            'os.kill(os.getpid(), signal.SIGSEGV)\n')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == -signal.SIGSEGV, result
+    assert 'Fatal Python error: Segmentation fault' in result.stderr, result.stderr
