@@ -62,7 +62,8 @@ DEMO_ARGS ?=
 # --reruns/--only-rerun: a graph test that failed because one of its nodes never answered
 # the lifecycle manager (NodeNeverAnsweredError, test/graph_fixtures.py: a process that hung
 # at start or a participant Fast DDS left deaf, as seen in CI at 99638e8), or because a
-# node's participant never matched a peer the ROS graph lists (CI at 02f76a1), runs
+# node's participant never matched a peer the ROS graph lists (CI at 02f76a1), or a node
+# process never wrote a line (a CI-like run at 826f296), runs
 # once more; every other failure stands at once.
 PYTEST_ARGS ?= --durations=25 --reruns 1 --only-rerun NodeNeverAnsweredError
 # What `make test` runs: all (the suite), graph, or test paths. graph is what CI runs on

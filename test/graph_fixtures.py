@@ -32,8 +32,9 @@ NEVER_MATCHED = "yet not matched by this node's DDS participant"
 
 class NodeNeverAnsweredError(AssertionError):
     """A graph test failed because a node never answered the lifecycle manager, or a
-    node's DDS participant never matched a peer the ROS graph lists: the machine's DDS
-    discovery failed (cecm_ros.tools.ros_domain_ids), not the package."""
+    node's DDS participant never matched a peer the ROS graph lists (the machine's DDS
+    discovery failed: cecm_ros.tools.ros_domain_ids), or a node process never wrote a
+    line: each is a process or middleware failing at start, not the package."""
 
 
 # A graph at work logs every joint step, plan and update; this long without a new line
@@ -199,9 +200,15 @@ class NodeProcesses:
         lines = [line for line in self.log(MANAGER).splitlines() if NEVER_ANSWERED in line]
         silent = {line.split(']: ', 1)[-1].split(' ', 1)[0] for line in lines}
         for name in self.processes:
-            unmatched = [line for line in self.log(name).splitlines() if NEVER_MATCHED in line]
+            log = self.log(name)
+            unmatched = [line for line in log.splitlines() if NEVER_MATCHED in line]
             if unmatched:
                 lines.append(f'{name}: {unmatched[-1]}')
+                silent.add(name)
+            elif not log.strip():
+                # Not one line, not even the stacks SIGUSR1 asks for: the process hung
+                # or died before the package's first import (seen in CI), not in it.
+                lines.append(f'{name}: its log is empty ({self.status(name)})')
                 silent.add(name)
         if lines:
             raise NodeNeverAnsweredError(

@@ -204,3 +204,26 @@ def test_a_node_process_that_crashes_leaves_its_stacks_in_its_log():
                             timeout=60)
     assert result.returncode == -signal.SIGSEGV, result
     assert 'Fatal Python error: Segmentation fault' in result.stderr, result.stderr
+
+
+def test_a_node_process_that_never_wrote_a_line_fails_as_the_error_run_again(tmp_path):
+    """Not one line in a node's log, not even the stacks asked for: the process hung or
+    died before the package's first import (CI-like run at 826f296), named with its
+    state."""
+    import sys
+
+    from graph_fixtures import NodeNeverAnsweredError
+
+    executables, params = installed_or_skip(MANAGER)
+    processes = NodeProcesses(executables, params, dict(os.environ), tmp_path)
+    try:
+        processes.graph.start('task_manager', [sys.executable, '-c', 'import time; time.sleep(60)'])
+        processes.graph.start('world_sim', [sys.executable, '-c', 'print("fine")'])
+        assert processes.wait_for_exit('world_sim', 'the line printed', 30.0) == 0
+        with pytest.raises(NodeNeverAnsweredError) as raised:
+            processes.raise_if_a_node_never_answered()
+        message = str(raised.value)
+        assert 'task_manager: its log is empty (running)' in message, message
+        assert 'world_sim' not in message, message
+    finally:
+        processes.close()
