@@ -30,7 +30,8 @@ def run_session(tmp_path, behaviour: str, tasks: int) -> tuple[dict, NodeProcess
         'world_sim': {'partner': PARTNER},
         'simulated_human': {'partner': PARTNER, 'partner_behaviour': behaviour},
         'executor': {'correction_window_s': 0.2, 'max_steps': 80},
-        'task_manager': {'partner': PARTNER, 'num_tasks': tasks, 'seed': 2,
+        # No held-out pool: these tests ask how the partner played, not what was learnt.
+        'task_manager': {'partner': PARTNER, 'num_tasks': tasks, 'seed': 2, 'heldout_tasks': 0,
                          'exit_when_done': True, 'summary_path': str(summary_path)},
     }, 'cecm_other_rule_test')
     assert code == 0, logs

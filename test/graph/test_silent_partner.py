@@ -45,7 +45,8 @@ def test_a_task_nobody_corrects_still_reaches_its_goal(tmp_path):
                 'simulated_human': {'partner': PARTNER, 'answer_intents': False},
                 'executor': {'correction_window_s': 0.05, 'max_steps': MAX_STEPS},
                 'task_manager': {'partner': PARTNER, 'num_tasks': 1, 'seed': 0,
-                                 'exit_when_done': True, 'summary_path': str(summary_path)},
+                                 'heldout_tasks': 0, 'exit_when_done': True,
+                                 'summary_path': str(summary_path)},
             }.get(node))
         assert client.wait_for_nodes(NODES, 30.0)
         processes.start(MANAGER, {'shutdown_timeout_s': 20.0})

@@ -28,7 +28,7 @@ def test_a_session_in_a_noisy_world_with_failing_skills_completes_and_learns(tmp
                       'perception_spurious': 0.01, 'skill_failure': 0.3, 'world_seed': 4},
         'simulated_human': {'partner': PARTNER},
         'executor': {'correction_window_s': 0.2, 'max_steps': 80},
-        'task_manager': {'partner': PARTNER, 'num_tasks': 2, 'seed': 2,
+        'task_manager': {'partner': PARTNER, 'num_tasks': 2, 'seed': 2, 'heldout_tasks': 0,
                          'exit_when_done': True, 'summary_path': str(summary_path)},
     }, 'cecm_world_conditions_test')
     assert code == 0, logs
