@@ -115,6 +115,8 @@ class CapabilityEstimator(CecmNode):
                      check=_ray_address_check)
         self.declare('planner_timeout_s', 30.0, 'Planner time limit per plan, in seconds',
                      low=0.001, high=3600.0)
+        self.declare('rank_budget_s', 20.0, 'About how long rank_tasks plans; then it scores '
+                     'on the hypotheses planned so far (0 = all)', low=0.0, high=3600.0)
         self.declare('plan_ahead', True, "Plan the running task's hypotheses while the team "
                      'works (task/request, team_state), so its update finds them made')
         self.ahead: PlanAhead | None = None
@@ -464,7 +466,8 @@ class CapabilityEstimator(CecmNode):
             epsilon = estimator.belief.settings.epsilon
             def rank():
                 with self._planner_alone():
-                    return choose_task(candidates, vectors, weights, self.evaluator, epsilon)
+                    return choose_task(candidates, vectors, weights, self.evaluator, epsilon,
+                                       budget_s=self.param('rank_budget_s') or None)
 
             choice = self._rank_once(ranking_key(candidates, vectors, weights, epsilon), rank)
         except (CecmError, ValueError) as error:
@@ -480,6 +483,7 @@ class CapabilityEstimator(CecmNode):
         if choice.skipped:
             response.message += (f'; {len(choice.skipped)} left out (a search timed out): '
                                  + ', '.join(candidates[i].task_id for i in choice.skipped))
+        response.message += f'; {choice.coverage()}' if choice.cut_short else ''
         self.get_logger().info(f'rank_tasks: {response.message}')
         return response
 

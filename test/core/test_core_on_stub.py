@@ -21,7 +21,7 @@ from cecm_ros.core.partners import (
     partner_seed,
     run_shared_task,
 )
-from cecm_ros.core.task_choice import choose_task
+from cecm_ros.core.task_choice import ROUND, choose_task, information_gain
 
 TRUTH_TYPE = 'low_capability'   # runs the letter errand only
 
@@ -109,6 +109,67 @@ def test_informative_choice_prefers_a_task_that_separates_the_hypotheses(errands
     choice = choose_task([dull, letter], vectors, weights, evaluator, epsilon=0.24)
     assert choice.index == 1
     assert choice.information[1] > choice.information[0] == 0.0
+
+
+class _CountingEvaluator:
+    """An evaluator that records which hypotheses each candidate was planned for."""
+
+    def __init__(self, evaluator):
+        self.evaluator = evaluator
+        self.asked: dict[str, list[bytes]] = {}
+        self.distance = evaluator.distance
+
+    def predicted_trajectories(self, task, vectors):
+        self.asked.setdefault(task.task_id, []).extend(v.tobytes() for v in vectors)
+        return self.evaluator.predicted_trajectories(task, vectors)
+
+
+def _ranking_case(domain, count=20):
+    rng = np.random.default_rng(3)
+    vectors = np.unique(rng.random((60, len(domain.catalog.all_capable()))) < 0.7, axis=0)[:count]
+    weights = rng.random(len(vectors)) + 0.01
+    return vectors, weights, domain.task_generator(2).tasks(4)
+
+
+def test_a_ranking_within_its_budget_is_the_whole_ranking(errands):
+    domain, planner = errands
+    vectors, weights, tasks = _ranking_case(domain)
+    evaluator = evaluator_for('cecm', planner)
+    whole = choose_task(tasks, vectors, weights, evaluator, epsilon=0.24)
+    within = choose_task(tasks, vectors, weights, evaluator, epsilon=0.24, budget_s=3600.0)
+    assert within.index == whole.index and not within.cut_short and not whole.cut_short
+    assert within.information == pytest.approx(whole.information)
+    assert within.hypotheses == whole.hypotheses == len(vectors) > ROUND
+    assert within.mass == pytest.approx(1.0)
+
+
+def test_a_ranking_past_its_budget_scores_every_candidate_on_the_heaviest_hypotheses(errands):
+    domain, planner = errands
+    vectors, weights, tasks = _ranking_case(domain)
+    counting = _CountingEvaluator(evaluator_for('cecm', planner))
+    ticks = iter(range(1000))   # a clock past any budget after the first round
+    choice = choose_task(tasks, vectors, weights, counting, epsilon=0.24, budget_s=0.5,
+                         clock=lambda: float(next(ticks)))
+    heaviest = np.argsort(-weights, kind='stable')[:ROUND]
+    assert choice.cut_short and choice.hypotheses == ROUND
+    assert choice.mass == pytest.approx(weights[heaviest].sum() / weights.sum())
+    # One round: the same heaviest hypotheses on every candidate, nothing more.
+    expected = sorted(v.tobytes() for v in vectors[heaviest])
+    assert {task.task_id: sorted(asked) for task, asked in
+            zip(tasks, counting.asked.values())} == {t.task_id: expected for t in tasks}
+    # Scored as a whole ranking of just those hypotheses would be.
+    alone = information_gain(tasks, vectors[heaviest], weights[heaviest],
+                             evaluator_for('cecm', planner), 0.24)
+    assert choice.information == pytest.approx(alone)
+    assert 'of the belief' in choice.coverage()
+
+
+def test_a_ranking_budget_must_be_positive(errands):
+    domain, planner = errands
+    vectors, weights, tasks = _ranking_case(domain)
+    with pytest.raises(ValueError, match='budget'):
+        choose_task(tasks, vectors, weights, evaluator_for('cecm', planner), 0.24,
+                    budget_s=0.0)
 
 
 def test_a_noisy_partner_finishes_and_its_slips_are_self_loops_or_real_actions(errands):
