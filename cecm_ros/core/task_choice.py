@@ -84,45 +84,29 @@ def outcome_entropy(trajectories: Sequence[Sequence], weights: np.ndarray,
     return float(-(p * np.log2(p)).sum())
 
 
-def _most_probable(vectors: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The MOST_HYPOTHESES heaviest hypotheses, heaviest first, weights summing to 1."""
+def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
+                     evaluator, epsilon: float) -> list[float]:
+    """Expected information gain of observing each candidate task (bits), over the
+    MOST_HYPOTHESES most probable hypotheses."""
+    return _ranked(candidates, vectors, weights, evaluator, epsilon).information
+
+
+def _ranked(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, evaluator,
+            epsilon: float, budget_s: float | None = None,
+            clock: Callable[[], float] = time.monotonic) -> TaskChoice:
+    """Every candidate's gain over the most probable hypotheses, heaviest first: all of
+    them in one pass, or with ``budget_s`` in rounds of ROUND until a round ends past the
+    budget (at least one round). A candidate whose search timed out scores NaN."""
     vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
     weights = np.asarray(weights, dtype=float)
     order = np.argsort(-weights, kind='stable')[:MOST_HYPOTHESES]
-    return vectors[order], weights[order] / weights[order].sum()
-
-
-def information_gain(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
-                     evaluator, epsilon: float) -> list[float]:
-    """Expected information gain of observing each candidate task (bits)."""
-    vectors = np.atleast_2d(np.asarray(vectors, dtype=bool))
-    weights = np.asarray(weights, dtype=float)
-    if len(vectors) > MOST_HYPOTHESES:
-        keep = np.argsort(-weights, kind='stable')[:MOST_HYPOTHESES]
-        vectors, weights = vectors[keep], weights[keep]
-    weights = weights / weights.sum()
-    gains = []
-    for task in candidates:
-        try:
-            predicted = evaluator.predicted_trajectories(task, vectors)
-        except PlannerTimeoutError:
-            gains.append(float('nan'))     # left out (choose_task says so)
-            continue
-        gains.append(outcome_entropy(predicted, weights, epsilon, evaluator.distance))
-    return gains
-
-
-def _gains_within(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
-                  evaluator, epsilon: float, budget_s: float,
-                  clock: Callable[[], float]) -> tuple[list[float], int]:
-    """information_gain over the most probable hypotheses that rounds of ROUND per
-    candidate planned before ``budget_s`` ran out (at least one round); and how many."""
-    vectors, weights = _most_probable(vectors, weights)
+    vectors, top = vectors[order], weights[order]
+    step = len(vectors) if budget_s is None else ROUND
     began = clock()
     predicted: list[list | None] = [[] for _ in candidates]
     covered = 0
     while covered < len(vectors):
-        chunk = vectors[covered:covered + ROUND]
+        chunk = vectors[covered:covered + step]
         for index, task in enumerate(candidates):
             trajectories = predicted[index]
             if trajectories is None:
@@ -130,15 +114,19 @@ def _gains_within(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray
             try:
                 trajectories.extend(evaluator.predicted_trajectories(task, chunk))
             except PlannerTimeoutError:
-                predicted[index] = None      # left out, as in a whole ranking
+                predicted[index] = None      # left out (choose_task says so)
         covered += len(chunk)
-        if clock() - began >= budget_s:
+        if budget_s is not None and clock() - began >= budget_s:
             break
-    share = weights[:covered] / weights[:covered].sum()
+    share = top[:covered] / top[:covered].sum()
     gains = [float('nan') if trajectories is None
              else outcome_entropy(trajectories, share, epsilon, evaluator.distance)
              for trajectories in predicted]
-    return gains, covered
+    skipped = [i for i, gain in enumerate(gains) if np.isnan(gain)]
+    best = -1 if len(skipped) == len(gains) else int(np.nanargmax(gains))
+    return TaskChoice(best, gains, skipped, hypotheses=covered,
+                      mass=float(top[:covered].sum() / weights.sum()),
+                      cut_short=covered < len(vectors))
 
 
 def choose_task(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, evaluator,
@@ -152,21 +140,11 @@ def choose_task(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray, 
         raise ValueError(f'a ranking budget must be above 0 s, got {budget_s}')
     if len(candidates) == 1:
         return TaskChoice(0, [])   # nothing to choose: nothing to compute
-    all_weights = np.asarray(weights, dtype=float)
-    top = np.sort(all_weights)[::-1][:MOST_HYPOTHESES]
-    if budget_s is None:
-        gains = information_gain(candidates, vectors, weights, evaluator, epsilon)
-        covered = len(top)
-    else:
-        gains, covered = _gains_within(candidates, vectors, weights, evaluator, epsilon,
-                                       budget_s, clock)
-    skipped = [i for i, gain in enumerate(gains) if np.isnan(gain)]
-    if len(skipped) == len(candidates):
+    choice = _ranked(candidates, vectors, weights, evaluator, epsilon, budget_s, clock)
+    if choice.index < 0:
         raise PlannerTimeoutError(f'every one of the {len(candidates)} candidate tasks has '
                                   'a search that timed out; none can be ranked')
-    return TaskChoice(int(np.nanargmax(gains)), gains, skipped, hypotheses=covered,
-                      mass=float(top[:covered].sum() / all_weights.sum()),
-                      cut_short=covered < len(top))
+    return choice
 
 
 def ranking_key(candidates: Sequence, vectors: np.ndarray, weights: np.ndarray,
