@@ -169,3 +169,42 @@ def test_the_calibration_counts_known_and_wrong_and_bins_the_rest(tmp_path):
     assert 'known absent: 2 reported, 0 wrong' in done.stdout
     assert 'known, in all: 4 reported, 1 wrong (25.00%' in done.stdout
     assert '| [0.60, 0.80) | 1 | 0.700 | 1.000' in done.stdout
+
+
+def test_the_estimate_errors_count_what_the_plans_get_wrong(tmp_path):
+    """Two runs of one TidyUP cell at task 1: a capability planned present that the
+    partner lacks, one planned absent that it has, an inert one left out, and the watched
+    move capabilities' "known present" counted; a capability name it does not know is
+    refused, naming the domain's."""
+    cell = tmp_path / 'sweep' / 'runs' / 'default-greedy-x'
+    cell.mkdir(parents=True)
+    (cell / 'cell.json').write_text(json.dumps({'domain_spec': 'tidyup',
+                                                'domain_options': {}}))
+    size = 20
+    truth = '1' * size
+    over = '0' + '1' * (size - 1)          # move_kitchen planned present, lacks it
+    under = '1' * (size - 1) + '0'         # wash_bathroom planned absent, has it
+    inert = 'U' * (size - 1) + 'I'         # ... but inert: left out
+    rows = [{'task_index': 0, 'estimate': '1' * size, 'truth': over, 'status': 'P' * size,
+             'heldout_agreement': 0.5},
+            {'task_index': 0, 'estimate': under, 'truth': truth, 'status': inert,
+             'heldout_agreement': 1.0},
+            {'task_index': 1, 'estimate': truth, 'truth': truth, 'status': 'P' * size,
+             'heldout_agreement': 0.0}]
+    for run, row in enumerate(rows[:2]):
+        (cell / f'run-{run:04d}.json').write_text(json.dumps({'rows': [row, rows[2]]}))
+
+    def errors(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(BENCH / 'estimate_errors.py'),
+                               str(tmp_path / 'sweep'), '--task', '1', *extra],
+                              capture_output=True, text=True, timeout=120)
+
+    done = errors('--known', 'move_kitchen,move_bedroom')
+    assert done.returncode == 0, done.stderr
+    line = next(text for text in done.stdout.splitlines() if 'default-greedy-x' in text)
+    assert line == ('| default-greedy-x | 2 | 0.750 | 0.50 | 0.00 | move_kitchen 1 |  | '
+                    '2 of 4 |'), done.stdout
+    refused = errors('--known', 'fly_kitchen')
+    assert refused.returncode != 0
+    assert 'fly_kitchen not among the capabilities of tidyup' in refused.stderr
+    assert 'move_kitchen' in refused.stderr
