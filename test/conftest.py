@@ -32,3 +32,30 @@ def errands():
     domain = Errands()
     with ErrandsPlanner(domain) as planner:
         yield domain, planner
+
+
+# Where the suite's time goes: per folder and per file, summed over setup, call and
+# teardown, printed after --durations' list (issue 48 traces the suite's growth by it).
+_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split('::', 1)[0]
+    _SECONDS[path] = _SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _SECONDS:
+        return
+    folders: dict[str, float] = {}
+    for path, seconds in _SECONDS.items():
+        folder = '/'.join(path.split('/')[:2]) if '/' in path else path
+        folders[folder] = folders.get(folder, 0.0) + seconds
+    total = sum(_SECONDS.values())
+    terminalreporter.write_sep('=', f'time per folder and the slowest files ({total:.0f} s '
+                                    'of setup, call and teardown)')
+    for folder, seconds in sorted(folders.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f'{seconds:8.1f} s  {folder}')
+    terminalreporter.write_line('')
+    for path, seconds in sorted(_SECONDS.items(), key=lambda item: -item[1])[:15]:
+        terminalreporter.write_line(f'{seconds:8.1f} s  {path}')
