@@ -44,6 +44,7 @@ def pytest_runtest_logreport(report):
     _SECONDS[path] = _SECONDS.get(path, 0.0) + report.duration
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
     if not _SECONDS:
         return
