@@ -50,7 +50,7 @@ def pytest_terminal_summary(terminalreporter):
         return
     folders: dict[str, float] = {}
     for path, seconds in _SECONDS.items():
-        folder = '/'.join(path.split('/')[:2]) if '/' in path else path
+        folder = '/'.join(path.split('/')[:2])    # test/<folder>
         folders[folder] = folders.get(folder, 0.0) + seconds
     total = sum(_SECONDS.values())
     terminalreporter.write_sep('=', f'time per folder and the slowest files ({total:.0f} s '
